@@ -1,0 +1,161 @@
+/*
+ * fusedops.h: the public C ABI of libfusedops.
+ *
+ * Every function validates its arguments, picks the best precompiled kernel variant for the
+ * shape and the current device's architecture, and launches it on the caller's stream. Calls
+ * never allocate device memory, never synchronize the host, and may be captured in a CUDA
+ * graph. The device is the one of the calling thread's current CUDA context (what
+ * cudaSetDevice() or cuCtxSetCurrent() made current). All functions are thread-safe.
+ *
+ * On failure a call returns a status other than TILE_STATUS_SUCCESS, writes nothing to its
+ * outputs, and leaves a message naming the argument and its value in tile_last_error().
+ */
+#ifndef FUSEDOPS_H
+#define FUSEDOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILE_VERSION_MAJOR 0
+#define TILE_VERSION_MINOR 1
+#define TILE_VERSION_PATCH 0
+/* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
+#define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
+
+#if defined(_WIN32)
+#define TILE_API
+#else
+#define TILE_API __attribute__((visibility("default")))
+#endif
+
+/* The caller's stream: the same type as CUstream and cudaStream_t. NULL is the legacy default
+ * stream of the current context. */
+typedef struct CUstream_st *tile_stream;
+
+typedef enum tile_status {
+    TILE_STATUS_SUCCESS = 0,
+    TILE_STATUS_INVALID_ARGUMENT = 1, /* NULL pointer, size or stride out of range */
+    TILE_STATUS_MISALIGNED = 2,       /* a pointer or stride no variant can take */
+    TILE_STATUS_UNSUPPORTED_DTYPE = 3,
+    TILE_STATUS_NOT_SUPPORTED = 4,    /* valid problem, but no compiled variant covers it */
+    TILE_STATUS_ARCH_MISMATCH = 5,    /* no variant was compiled for this GPU architecture */
+    TILE_STATUS_NO_DEVICE = 6,        /* no CUDA driver or no GPU on this machine */
+    TILE_STATUS_NO_CONTEXT = 7,       /* the calling thread has no current CUDA context */
+    TILE_STATUS_CUDA_ERROR = 8,       /* a driver call failed; tile_last_error() has its name */
+    TILE_STATUS_INTERNAL = 9,         /* a library bug: please report it */
+    TILE_STATUS_COUNT_
+} tile_status;
+
+typedef enum tile_dtype {
+    TILE_DTYPE_F32 = 0,
+    TILE_DTYPE_F16 = 1,
+    TILE_DTYPE_BF16 = 2,
+    TILE_DTYPE_COUNT_
+} tile_dtype;
+
+/* Which rule of the dispatcher picked a variant. */
+typedef enum tile_rule {
+    TILE_RULE_FORCED = 0,    /* the caller named the variant */
+    TILE_RULE_TUNED = 1,     /* an entry of the tuned table for this arch and shape bucket */
+    TILE_RULE_NEAREST = 2,   /* the tuned entry of the nearest shape bucket */
+    TILE_RULE_HEURISTIC = 3, /* the cost heuristic: no tuned table entry applies */
+    TILE_RULE_COUNT_
+} tile_rule;
+
+/* Library version as MAJOR*10000 + MINOR*100 + PATCH. */
+TILE_API int32_t tile_version(void);
+
+/* Static strings; never NULL (an out-of-range value gives "unknown"). */
+TILE_API const char *tile_status_string(tile_status status);
+TILE_API const char *tile_dtype_string(tile_dtype dtype);
+TILE_API const char *tile_rule_string(tile_rule rule);
+
+/* The detail of the last failing call made by this thread ("" if none). The pointer stays
+ * valid until this thread's next call into the library. */
+TILE_API const char *tile_last_error(void);
+
+/*
+ * Row softmax: y[r, c] = exp(x[r, c] - max_r) / sum_c exp(x[r, c] - max_r), for 0 <= r < rows,
+ * 0 <= c < cols. Rows are `ld_x` (`ld_y`) elements apart; ld_x >= cols, ld_y >= cols. Storage
+ * is fp32, fp16 or bf16 (x and y alike); math is fp32. y may equal x (in place) when
+ * ld_y == ld_x; other overlaps are undefined.
+ * Status: INVALID_ARGUMENT for NULL pointers, rows < 1, cols < 1, ld smaller than cols or
+ * byte sizes that overflow int64; UNSUPPORTED_DTYPE; MISALIGNED when a pointer is not aligned
+ * to the element size; NO_DEVICE, NO_CONTEXT, ARCH_MISMATCH, CUDA_ERROR as named.
+ */
+TILE_API tile_status tile_softmax(tile_dtype dtype, void *y, const void *x, int64_t rows,
+                                  int64_t cols, int64_t ld_y, int64_t ld_x, tile_stream stream);
+
+/* Row log-softmax: y[r, c] = x[r, c] - max_r - log(sum_c exp(x[r, c] - max_r)). Arguments and
+ * statuses as tile_softmax. */
+TILE_API tile_status tile_log_softmax(tile_dtype dtype, void *y, const void *x, int64_t rows,
+                                      int64_t cols, int64_t ld_y, int64_t ld_x,
+                                      tile_stream stream);
+
+/*
+ * Introspection: the variants compiled into this library. `index` runs from 0 to
+ * tile_variant_count() - 1. Fill `info->struct_size = sizeof(*info)` before the call.
+ */
+typedef struct tile_variant_info {
+    size_t struct_size;   /* sizeof(tile_variant_info) as the caller compiled it */
+    const char *name;     /* e.g. "softmax_bf16_r1_n8192_w8_v8": kernel symbol and table key */
+    const char *op;       /* "softmax", ... */
+    tile_dtype dtype;
+    int32_t arch_min;     /* lowest compute capability, as 10*major+minor (80 = sm_80) */
+    int32_t arch_max;     /* highest, or 0 for no upper bound */
+    int32_t threads;      /* threads per program (CTA) */
+    int32_t cluster;      /* programs per cluster (1: no cluster) */
+    int32_t smem_bytes;   /* dynamic shared memory per program */
+    int64_t max_cols;     /* widest row it takes (0: any) */
+    int32_t align_bytes;  /* pointer and row-stride alignment it needs */
+    const char *params;   /* its grid point, "ROWS=1 BLOCK_N=8192 ..." */
+} tile_variant_info;
+
+TILE_API int32_t tile_variant_count(void);
+/* INVALID_ARGUMENT for a NULL info, a struct_size too small, or an index out of range. */
+TILE_API tile_status tile_variant_get(int32_t index, tile_variant_info *info);
+/* Index of the variant of that name, or -1. */
+TILE_API int32_t tile_variant_find(const char *name);
+
+/* Why dispatch picked a variant. Fill `struct_size = sizeof(*decision)` before the call. */
+typedef struct tile_decision {
+    size_t struct_size;
+    int32_t variant;  /* index for tile_variant_get(), -1 when none is eligible */
+    tile_rule rule;
+    int32_t eligible; /* how many variants passed the arch and shape predicates */
+    int32_t arch;     /* the architecture decided for, 10*major+minor */
+    char reason[256]; /* one line: the rule and the bucket or cost that decided */
+} tile_decision;
+
+/*
+ * The variant tile_softmax (and tile_log_softmax) would launch for this problem, without
+ * launching it. `pointer_align` is the largest power of two dividing both the x and y
+ * addresses (pass 16 for typical allocations). `arch` is 10*major+minor, or 0 for the current
+ * device (which then needs a driver and a context). Validation and statuses as tile_softmax.
+ */
+TILE_API tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols,
+                                          int64_t ld_y, int64_t ld_x, int32_t pointer_align,
+                                          int32_t arch, tile_decision *decision);
+
+/*
+ * Runs exactly the variant `variant` (an index from tile_variant_find), for tests, tuning and
+ * benchmarks. `log_softmax` selects log-softmax. NOT_SUPPORTED when the variant is not a
+ * softmax variant or its shape predicate does not hold; MISALIGNED when its alignment does
+ * not; ARCH_MISMATCH when the current device is outside its arch range.
+ */
+TILE_API tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtype dtype,
+                                          void *y, const void *x, int64_t rows, int64_t cols,
+                                          int64_t ld_y, int64_t ld_x, tile_stream stream);
+
+/* The compute capability of the current device as 10*major+minor, in *arch. */
+TILE_API tile_status tile_device_arch(int32_t *arch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FUSEDOPS_H */

@@ -1,0 +1,63 @@
+/* The CUDA driver API, loaded with dlopen so that the library (and the tools and tests built
+ * on this file) load on machines without a driver and answer TILE_STATUS_NO_DEVICE there. */
+#ifndef FUSEDOPS_CUDA_DRIVER_H
+#define FUSEDOPS_CUDA_DRIVER_H
+
+#include <cuda.h>
+
+/* Every driver entry point used anywhere in the project. cuda.h maps some names to versioned
+ * symbols (cuMemAlloc -> cuMemAlloc_v2); the table holds whatever the macro names. */
+#define TILE_DRIVER_FUNCTIONS(X) \
+    X(cuInit)                    \
+    X(cuGetErrorName)            \
+    X(cuDriverGetVersion)        \
+    X(cuDeviceGet)               \
+    X(cuDeviceGetCount)          \
+    X(cuDeviceGetName)           \
+    X(cuDeviceGetAttribute)      \
+    X(cuDevicePrimaryCtxRetain)  \
+    X(cuDevicePrimaryCtxRelease) \
+    X(cuCtxGetDevice)            \
+    X(cuCtxSetCurrent)           \
+    X(cuCtxSynchronize)          \
+    X(cuLibraryLoadData)         \
+    X(cuLibraryGetKernel)        \
+    X(cuKernelSetAttribute)      \
+    X(cuKernelGetAttribute)      \
+    X(cuLaunchKernelEx)          \
+    X(cuMemAlloc)                \
+    X(cuMemFree)                 \
+    X(cuMemcpyHtoD)              \
+    X(cuMemcpyDtoH)              \
+    X(cuMemcpyDtoD)              \
+    X(cuMemsetD8)                \
+    X(cuStreamCreate)            \
+    X(cuStreamDestroy)           \
+    X(cuStreamSynchronize)       \
+    X(cuStreamBeginCapture)      \
+    X(cuStreamEndCapture)        \
+    X(cuGraphInstantiate)        \
+    X(cuGraphLaunch)             \
+    X(cuGraphExecDestroy)        \
+    X(cuGraphDestroy)            \
+    X(cuEventCreate)             \
+    X(cuEventRecord)             \
+    X(cuEventSynchronize)        \
+    X(cuEventElapsedTime)        \
+    X(cuEventDestroy)
+
+typedef struct tile_driver {
+#define TILE_DRIVER_MEMBER(name) __typeof__(&name) name;
+    TILE_DRIVER_FUNCTIONS(TILE_DRIVER_MEMBER)
+#undef TILE_DRIVER_MEMBER
+} tile_driver;
+
+/* The loaded driver with cuInit done, or NULL with the reason in *why (a static string).
+ * Loaded once per process; thread-safe. FUSEDOPS_LIBCUDA names another library to load
+ * (tests point it at a missing file to play a machine without a driver). */
+const tile_driver *tile_driver_get(const char **why);
+
+/* "CUDA_ERROR_..." for a driver result (needs the driver loaded; else "CUresult N"). */
+const char *tile_driver_error_name(CUresult result);
+
+#endif

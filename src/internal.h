@@ -1,0 +1,60 @@
+/* Internal interfaces shared by the library's source files. */
+#ifndef FUSEDOPS_INTERNAL_H
+#define FUSEDOPS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "cuda_driver.h"
+#include "fusedops.h"
+#include "registry.h"
+
+#define TILE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* Records the message as this thread's tile_last_error() and returns `status`. */
+tile_status tile_fail(tile_status status, const char *fmt, ...) TILE_PRINTF(2, 3);
+/* Starts a public call: clears this thread's last error. */
+void tile_begin_call(void);
+
+size_t tile_dtype_size(tile_dtype dtype);
+
+/* The current device, with the library loaded and its per-device setup done (once). */
+typedef struct tile_device {
+    int32_t ordinal;
+    int32_t arch; /* 10*major + minor */
+    int32_t sm_count;
+} tile_device;
+tile_status tile_current_device(const tile_device **device);
+
+/* A problem as dispatch sees it. */
+typedef struct tile_problem {
+    const char *op;
+    tile_dtype dtype;
+    int64_t rows, cols;
+    int32_t align;    /* largest power of two dividing every pointer and row stride in bytes */
+    int32_t arch;
+    int32_t sm_count; /* 0 when unknown (explain for another arch) */
+} tile_problem;
+
+/* Whether variant v can run problem p; if not, *why says which predicate failed. */
+int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why);
+
+/* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
+ * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
+tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);
+
+/* Largest power of two (at most 256) dividing x. */
+int32_t tile_alignment_of(uint64_t x);
+
+/* Launches variant `variant` over `programs` programs (each a cluster when the variant has
+ * one) on `stream` with the kernel's arguments. */
+tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
+                        tile_stream stream, void **args);
+
+/* Validates the arguments every row-wise op shares: dtype, y and x not NULL, rows >= 1,
+ * cols >= 1, ld_y and ld_x >= cols, byte extents within int64, pointers aligned to the element
+ * size. On success sets *align (see tile_problem). `op` names the function in messages. */
+tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, const void *x,
+                               int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
+                               int32_t *align);
+
+#endif

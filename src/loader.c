@@ -1,0 +1,167 @@
+/* Loading: the embedded fatbinary once per process (context-independent CUlibrary), kernel
+ * handles once, and per-device facts and kernel attributes once per device. Nothing here runs
+ * inside a launch after the first call on a device. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* The fatbinary, embedded by fatbin.S (.incbin). */
+extern const unsigned char tile_fatbin_start[];
+
+#define TILE_MAX_DEVICES 64
+
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static tile_status library_status = TILE_STATUS_INTERNAL;
+static char library_message[256] = "library not loaded";
+static CUlibrary library;
+static CUkernel *kernels; /* one per registry entry */
+
+typedef struct device_slot {
+    atomic_int ready;
+    tile_device device;
+} device_slot;
+static device_slot slots[TILE_MAX_DEVICES];
+static pthread_mutex_t device_setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void library_load(void) {
+    const char *why = NULL;
+    const tile_driver *d = tile_driver_get(&why);
+    if (!d) {
+        library_status = TILE_STATUS_NO_DEVICE;
+        snprintf(library_message, sizeof library_message, "%s", why);
+        return;
+    }
+    /* The image is static and outlives the library handle: let the driver keep a pointer. */
+    CUlibraryOption option = CU_LIBRARY_BINARY_IS_PRESERVED;
+    void *option_value = (void *)(uintptr_t)1;
+    CUresult r = d->cuLibraryLoadData(&library, tile_fatbin_start, NULL, NULL, 0, &option,
+                                      &option_value, 1);
+    if (r != CUDA_SUCCESS) {
+        library_status = TILE_STATUS_CUDA_ERROR;
+        snprintf(library_message, sizeof library_message,
+                 "cuLibraryLoadData failed with %s: the embedded kernels do not load on this "
+                 "driver",
+                 tile_driver_error_name(r));
+        return;
+    }
+    kernels = calloc((size_t)tile_registry_count, sizeof *kernels);
+    if (!kernels) {
+        library_status = TILE_STATUS_INTERNAL;
+        snprintf(library_message, sizeof library_message, "out of host memory");
+        return;
+    }
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        r = d->cuLibraryGetKernel(&kernels[i], library, tile_registry[i].name);
+        if (r != CUDA_SUCCESS) {
+            library_status = TILE_STATUS_INTERNAL;
+            snprintf(library_message, sizeof library_message,
+                     "kernel %s is in the registry but not in the fatbinary (%s)",
+                     tile_registry[i].name, tile_driver_error_name(r));
+            return;
+        }
+    }
+    library_status = TILE_STATUS_SUCCESS;
+}
+
+static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_device *out) {
+    int major = 0, minor = 0, sms = 0;
+    CUresult r = d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                         ordinal);
+    if (r == CUDA_SUCCESS)
+        r = d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    ordinal);
+    if (r == CUDA_SUCCESS)
+        r = d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ordinal);
+    if (r != CUDA_SUCCESS)
+        return tile_fail(TILE_STATUS_CUDA_ERROR, "cuDeviceGetAttribute failed with %s",
+                         tile_driver_error_name(r));
+    out->ordinal = ordinal;
+    out->arch = major * 10 + minor;
+    out->sm_count = sms;
+    /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it. */
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *v = &tile_registry[i];
+        if (v->smem_bytes <= 48 * 1024 || out->arch < v->arch_min ||
+            (v->arch_max && out->arch > v->arch_max))
+            continue;
+        r = d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    v->smem_bytes, kernels[i], ordinal);
+        if (r != CUDA_SUCCESS)
+            return tile_fail(TILE_STATUS_CUDA_ERROR,
+                             "cuKernelSetAttribute(%s, %d bytes of shared memory) failed with %s",
+                             v->name, v->smem_bytes, tile_driver_error_name(r));
+    }
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_current_device(const tile_device **device) {
+    const char *why = NULL;
+    const tile_driver *d = tile_driver_get(&why);
+    if (!d) return tile_fail(TILE_STATUS_NO_DEVICE, "%s", why);
+    pthread_once(&library_once, library_load);
+    if (library_status != TILE_STATUS_SUCCESS)
+        return tile_fail(library_status, "%s", library_message);
+    CUdevice ordinal;
+    CUresult r = d->cuCtxGetDevice(&ordinal);
+    if (r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+        return tile_fail(TILE_STATUS_NO_CONTEXT,
+                         "no current CUDA context on this thread: call cudaSetDevice() or "
+                         "cuCtxSetCurrent() first");
+    if (r != CUDA_SUCCESS)
+        return tile_fail(TILE_STATUS_CUDA_ERROR, "cuCtxGetDevice failed with %s",
+                         tile_driver_error_name(r));
+    if (ordinal < 0 || ordinal >= TILE_MAX_DEVICES)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED, "device %d: at most %d devices are supported",
+                         ordinal, TILE_MAX_DEVICES);
+    device_slot *slot = &slots[ordinal];
+    if (!atomic_load_explicit(&slot->ready, memory_order_acquire)) {
+        pthread_mutex_lock(&device_setup_lock);
+        tile_status s = TILE_STATUS_SUCCESS;
+        if (!atomic_load_explicit(&slot->ready, memory_order_relaxed)) {
+            s = device_setup(d, ordinal, &slot->device);
+            if (s == TILE_STATUS_SUCCESS)
+                atomic_store_explicit(&slot->ready, 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&device_setup_lock);
+        if (s != TILE_STATUS_SUCCESS) return s;
+    }
+    *device = &slot->device;
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
+                        tile_stream stream, void **args) {
+    const tile_variant *v = &tile_registry[variant];
+    const tile_driver *d = tile_driver_get(NULL);
+    int64_t blocks = programs * v->cluster;
+    if (programs < 1 || blocks > INT32_MAX)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %lld programs exceed the grid limit of %d thread blocks", v->name,
+                         (long long)programs, INT32_MAX);
+    CUlaunchAttribute cluster_attr;
+    cluster_attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster_attr.value.clusterDim.x = (unsigned)v->cluster;
+    cluster_attr.value.clusterDim.y = 1;
+    cluster_attr.value.clusterDim.z = 1;
+    CUlaunchConfig config = {
+        .gridDimX = (unsigned)blocks,
+        .gridDimY = 1,
+        .gridDimZ = 1,
+        .blockDimX = (unsigned)v->threads,
+        .blockDimY = 1,
+        .blockDimZ = 1,
+        .sharedMemBytes = (unsigned)v->smem_bytes,
+        .hStream = (CUstream)stream,
+        .attrs = v->cluster > 1 ? &cluster_attr : NULL,
+        .numAttrs = v->cluster > 1 ? 1 : 0,
+    };
+    /* A CUkernel stands in for a CUfunction: the driver loads it into the current context. */
+    CUresult r = d->cuLaunchKernelEx(&config, (CUfunction)kernels[variant], args, NULL);
+    if (r != CUDA_SUCCESS)
+        return tile_fail(TILE_STATUS_CUDA_ERROR, "launching %s on device %d failed with %s",
+                         v->name, device->ordinal, tile_driver_error_name(r));
+    return TILE_STATUS_SUCCESS;
+}

@@ -1,0 +1,40 @@
+/* The variant registry and tuned tables, as the generator writes them (build/gen/registry.c). */
+#ifndef FUSEDOPS_REGISTRY_H
+#define FUSEDOPS_REGISTRY_H
+
+#include <stdint.h>
+
+#include "fusedops.h"
+
+typedef struct tile_variant {
+    const char *name; /* kernel symbol, registry key, tuning key, bench and test label */
+    const char *op;
+    tile_dtype dtype;
+    int32_t threads;
+    int32_t rows_per_program;
+    int32_t cluster;
+    int32_t smem_bytes;
+    int64_t max_cols; /* 0: any width */
+    int32_t align_bytes;
+    int32_t arch_min;
+    int32_t arch_max; /* 0: open */
+    const char *params;
+} tile_variant;
+
+extern const tile_variant tile_registry[];
+extern const int32_t tile_registry_count;
+
+/* A tuned winner: for (arch, op, dtype) and the shape bucket (2^rows_log2, 2^cols_log2). */
+typedef struct tile_tuned_entry {
+    int32_t arch;
+    const char *op;
+    tile_dtype dtype;
+    int32_t rows_log2;
+    int32_t cols_log2;
+    int32_t variant; /* index into tile_registry */
+} tile_tuned_entry;
+
+extern const tile_tuned_entry tile_tuned_table[];
+extern const int32_t tile_tuned_count;
+
+#endif

@@ -1,0 +1,112 @@
+/* tile_softmax, tile_log_softmax: validate, dispatch, launch. */
+#include <string.h>
+
+#include "internal.h"
+
+static tile_status softmax_launch(const tile_device *device, int32_t variant, int log_softmax,
+                                  void *y, const void *x, int64_t rows, int64_t cols, int64_t ld_y,
+                                  int64_t ld_x, tile_stream stream) {
+    const tile_variant *v = &tile_registry[variant];
+    int32_t log_flag = log_softmax ? 1 : 0;
+    void *args[] = {&y, (void *)&x, &rows, &cols, &ld_y, &ld_x, &log_flag};
+    int64_t programs = (rows + v->rows_per_program - 1) / v->rows_per_program;
+    return tile_launch(device, variant, programs, stream, args);
+}
+
+static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype dtype, void *y,
+                                    const void *x, int64_t rows, int64_t cols, int64_t ld_y,
+                                    int64_t ld_x, tile_stream stream) {
+    tile_begin_call();
+    int32_t align;
+    tile_status s = tile_check_rowwise(op, dtype, y, x, rows, cols, ld_y, ld_x, &align);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    const tile_device *device;
+    if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
+    tile_problem p = {"softmax", dtype, rows, cols, align, device->arch, device->sm_count};
+    tile_decision decision;
+    if ((s = tile_dispatch(&p, &decision)) != TILE_STATUS_SUCCESS) return s;
+    return softmax_launch(device, decision.variant, log_softmax, y, x, rows, cols, ld_y, ld_x,
+                          stream);
+}
+
+tile_status tile_softmax(tile_dtype dtype, void *y, const void *x, int64_t rows, int64_t cols,
+                         int64_t ld_y, int64_t ld_x, tile_stream stream) {
+    return softmax_dispatch("tile_softmax", 0, dtype, y, x, rows, cols, ld_y, ld_x, stream);
+}
+
+tile_status tile_log_softmax(tile_dtype dtype, void *y, const void *x, int64_t rows, int64_t cols,
+                             int64_t ld_y, int64_t ld_x, tile_stream stream) {
+    return softmax_dispatch("tile_log_softmax", 1, dtype, y, x, rows, cols, ld_y, ld_x, stream);
+}
+
+tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtype dtype, void *y,
+                                 const void *x, int64_t rows, int64_t cols, int64_t ld_y,
+                                 int64_t ld_x, tile_stream stream) {
+    tile_begin_call();
+    int32_t align;
+    tile_status s = tile_check_rowwise("tile_softmax_variant", dtype, y, x, rows, cols, ld_y, ld_x,
+                                       &align);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    if (variant < 0 || variant >= tile_registry_count)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "tile_softmax_variant: variant %d is outside [0, %d)", variant,
+                         tile_registry_count);
+    const tile_device *device;
+    if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
+    const tile_variant *v = &tile_registry[variant];
+    tile_problem p = {"softmax", dtype, rows, cols, align, device->arch, device->sm_count};
+    const char *why = NULL;
+    if (!tile_variant_eligible(v, &p, &why)) {
+        if (!strcmp(why, "arch"))
+            return tile_fail(TILE_STATUS_ARCH_MISMATCH,
+                             "tile_softmax_variant: %s runs on sm_%d..%s, this device is sm_%d",
+                             v->name, v->arch_min, v->arch_max ? "" : "any", device->arch);
+        if (!strcmp(why, "alignment"))
+            return tile_fail(TILE_STATUS_MISALIGNED,
+                             "tile_softmax_variant: %s needs %d-byte aligned pointers and row "
+                             "strides; these are aligned to %d",
+                             v->name, v->align_bytes, align);
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "tile_softmax_variant: %s does not take this problem (%s: %s %s, "
+                         "%lld columns, at most %lld)",
+                         v->name, why, v->op, tile_dtype_string(v->dtype), (long long)cols,
+                         (long long)v->max_cols);
+    }
+    return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);
+}
+
+tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, int64_t ld_y,
+                                 int64_t ld_x, int32_t pointer_align, int32_t arch,
+                                 tile_decision *decision) {
+    tile_begin_call();
+    if (!decision) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "tile_softmax_explain: decision is NULL");
+    if (decision->struct_size < sizeof(tile_decision))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "tile_softmax_explain: decision->struct_size is %zu; set it to "
+                         "sizeof(tile_decision) (%zu)",
+                         decision->struct_size, sizeof(tile_decision));
+    if (pointer_align < 1 || (pointer_align & (pointer_align - 1)))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "tile_softmax_explain: pointer_align is %d; it must be a power of two",
+                         pointer_align);
+    /* Stand-in pointers aligned to exactly pointer_align (256 at most) let the shared checks
+     * run unchanged; they are never dereferenced. */
+    const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256 : pointer_align);
+    int32_t align;
+    tile_status s = tile_check_rowwise("tile_softmax_explain", dtype, (const void *)(fake * 3),
+                                       (const void *)fake, rows, cols, ld_y, ld_x, &align);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    int32_t sm_count = 0;
+    if (arch == 0) {
+        const tile_device *device;
+        if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
+        arch = device->arch;
+        sm_count = device->sm_count;
+    } else if (arch < 10) {
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "tile_softmax_explain: arch is %d; give 10*major+minor (90 = sm_90) or 0",
+                         arch);
+    }
+    tile_problem p = {"softmax", dtype, rows, cols, align, arch, sm_count};
+    return tile_dispatch(&p, decision);
+}

@@ -1,0 +1,59 @@
+/* Argument checks shared by the ops. Each failure names the argument and its value. */
+#include "internal.h"
+
+static int extent_overflows(int64_t rows, int64_t cols, int64_t ld, size_t elem) {
+    /* Last element's byte offset: ((rows - 1) * ld + cols) * elem must fit in int64. */
+    int64_t limit = INT64_MAX / (int64_t)elem;
+    if (rows - 1 > 0 && ld > (limit - cols) / (rows - 1)) return 1;
+    return (rows - 1) * ld + cols > limit;
+}
+
+tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, const void *x,
+                               int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
+                               int32_t *align) {
+    if ((unsigned)dtype >= TILE_DTYPE_COUNT_)
+        return tile_fail(TILE_STATUS_UNSUPPORTED_DTYPE,
+                         "%s: dtype %d is not one of TILE_DTYPE_F32, _F16, _BF16", op, (int)dtype);
+    if (!y) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: y is NULL", op);
+    if (!x) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: x is NULL", op);
+    if (rows < 1)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: rows is %lld; it must be >= 1", op,
+                         (long long)rows);
+    if (cols < 1)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: cols is %lld; it must be >= 1", op,
+                         (long long)cols);
+    if (ld_y < cols)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: ld_y is %lld; it must be >= cols (%lld)",
+                         op, (long long)ld_y, (long long)cols);
+    if (ld_x < cols)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: ld_x is %lld; it must be >= cols (%lld)",
+                         op, (long long)ld_x, (long long)cols);
+    const size_t elem = tile_dtype_size(dtype);
+    if (extent_overflows(rows, cols, ld_y, elem))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: rows %lld x ld_y %lld elements of %zu bytes overflow int64", op,
+                         (long long)rows, (long long)ld_y, elem);
+    if (extent_overflows(rows, cols, ld_x, elem))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: rows %lld x ld_x %lld elements of %zu bytes overflow int64", op,
+                         (long long)rows, (long long)ld_x, elem);
+    if ((uintptr_t)y % elem)
+        return tile_fail(TILE_STATUS_MISALIGNED, "%s: y (%p) is not aligned to its %zu-byte elements",
+                         op, y, elem);
+    if ((uintptr_t)x % elem)
+        return tile_fail(TILE_STATUS_MISALIGNED, "%s: x (%p) is not aligned to its %zu-byte elements",
+                         op, x, elem);
+    if (y == x && ld_y != ld_x)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: y == x (in place) needs ld_y == ld_x, got %lld and %lld", op,
+                         (long long)ld_y, (long long)ld_x);
+    int32_t a = tile_alignment_of((uintptr_t)y);
+    int32_t b = tile_alignment_of((uintptr_t)x);
+    int32_t c = tile_alignment_of((uint64_t)ld_y * elem);
+    int32_t d = tile_alignment_of((uint64_t)ld_x * elem);
+    a = a < b ? a : b;
+    c = c < d ? c : d;
+    /* A single row has no stride to respect. */
+    *align = rows == 1 ? a : (a < c ? a : c);
+    return TILE_STATUS_SUCCESS;
+}

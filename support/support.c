@@ -1,0 +1,252 @@
+#include "support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int support_gpu_open(support_gpu *gpu, const char **why) {
+    memset(gpu, 0, sizeof *gpu);
+    gpu->drv = tile_driver_get(why);
+    if (!gpu->drv) return -1;
+    int count = 0;
+    if (gpu->drv->cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+        *why = "the CUDA driver is loaded but sees no GPU";
+        return -1;
+    }
+    const tile_driver *d = gpu->drv;
+    int major = 0, minor = 0;
+    if (d->cuDeviceGet(&gpu->device, 0) != CUDA_SUCCESS ||
+        d->cuDevicePrimaryCtxRetain(&gpu->context, gpu->device) != CUDA_SUCCESS ||
+        d->cuCtxSetCurrent(gpu->context) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                gpu->device) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                gpu->device) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&gpu->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                gpu->device) != CUDA_SUCCESS ||
+        d->cuDeviceGetName(gpu->name, sizeof gpu->name, gpu->device) != CUDA_SUCCESS) {
+        *why = "could not open GPU 0 (primary context)";
+        return -1;
+    }
+    gpu->arch = major * 10 + minor;
+    return 0;
+}
+
+void support_gpu_close(support_gpu *gpu) {
+    if (gpu->drv && gpu->context) gpu->drv->cuDevicePrimaryCtxRelease(gpu->device);
+    gpu->context = NULL;
+}
+
+void support_check(const support_gpu *gpu, CUresult r, const char *what, const char *file,
+                   int line) {
+    if (r == CUDA_SUCCESS) return;
+    const char *name = NULL;
+    if (gpu && gpu->drv) gpu->drv->cuGetErrorName(r, &name);
+    fprintf(stderr, "%s:%d: %s failed with %s\n", file, line, what, name ? name : "?");
+    exit(1);
+}
+
+uint16_t support_float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) half++;
+    return (uint16_t)half;
+}
+
+float support_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+    uint32_t x;
+    if (exp == 0) {
+        if (!mant) {
+            x = sign;
+        } else {
+            int e = -1;
+            do {
+                e++;
+                mant <<= 1;
+            } while (!(mant & 0x400u));
+            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        x = sign | 0x7f800000u | (mant << 13);
+    } else {
+        x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+uint16_t support_float_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+float support_bf16_to_float(uint16_t h) {
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+size_t support_dtype_size(tile_dtype dtype) { return dtype == TILE_DTYPE_F32 ? 4 : 2; }
+
+void support_pack(tile_dtype dtype, void *dst, const float *src, size_t n) {
+    if (dtype == TILE_DTYPE_F32) {
+        memcpy(dst, src, n * 4);
+        return;
+    }
+    uint16_t *d = dst;
+    for (size_t i = 0; i < n; i++)
+        d[i] = dtype == TILE_DTYPE_F16 ? support_float_to_half(src[i])
+                                       : support_float_to_bf16(src[i]);
+}
+
+void support_unpack(tile_dtype dtype, float *dst, const void *src, size_t n) {
+    if (dtype == TILE_DTYPE_F32) {
+        memcpy(dst, src, n * 4);
+        return;
+    }
+    const uint16_t *s = src;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = dtype == TILE_DTYPE_F16 ? support_half_to_float(s[i]) : support_bf16_to_float(s[i]);
+}
+
+void support_fill_uniform(float *dst, size_t n, uint64_t seed, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        dst[i] = lo + (hi - lo) * (float)((double)(z >> 11) / 9007199254740992.0);
+    }
+}
+
+void support_softmax_reference(double *y, const float *x, int64_t rows, int64_t cols, int64_t ld,
+                               int log_softmax) {
+    for (int64_t r = 0; r < rows; r++) { /* reads rows*cols, writes rows*cols */
+        const float *xr = x + r * ld;
+        double m = -INFINITY, s = 0;
+        for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+        for (int64_t c = 0; c < cols; c++) s += exp((double)xr[c] - m);
+        for (int64_t c = 0; c < cols; c++)
+            y[r * cols + c] = log_softmax ? (double)xr[c] - m - log(s) : exp((double)xr[c] - m) / s;
+    }
+}
+
+void support_tolerance(tile_dtype dtype, int log_softmax, double *atol, double *rtol) {
+    /* One rounding of the output plus fp32 math with approximate exp (~2^-21 relative). */
+    double eps = dtype == TILE_DTYPE_F32 ? 1.0 / (1 << 23) : dtype == TILE_DTYPE_F16 ? 1.0 / (1 << 10)
+                                                                                 : 1.0 / (1 << 7);
+    *rtol = dtype == TILE_DTYPE_F32 ? 2e-5 : eps;
+    /* log-softmax values are O(log cols): an fp32 absolute error near 1e-5 is rounding. */
+    *atol = log_softmax ? (dtype == TILE_DTYPE_F32 ? 1e-5 : 2 * eps) : 1e-7;
+}
+
+int64_t support_compare(const char *label, const float *got, int64_t ld_got, const double *want,
+                        int64_t rows, int64_t cols, double atol, double rtol, double *max_err) {
+    int64_t bad = 0;
+    double worst = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            double g = got[r * ld_got + c], w = want[r * cols + c];
+            double err = fabs(g - w);
+            int ok = !isnan(g) && err <= atol + rtol * fabs(w);
+            if (!isnan(err) && err > worst) worst = err;
+            if (!ok) {
+                if (bad < 5)
+                    fprintf(stderr, "%s: mismatch at [%lld, %lld]: got %.8g, want %.8g\n", label,
+                            (long long)r, (long long)c, g, w);
+                bad++;
+            }
+        }
+    if (max_err) *max_err = worst;
+    return bad;
+}
+
+static const char *variant_name(int32_t index) {
+    tile_variant_info info = {.struct_size = sizeof info};
+    return tile_variant_get(index, &info) == TILE_STATUS_SUCCESS ? info.name : "?";
+}
+
+int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *c,
+                            tile_status *status, double *max_err) {
+    const tile_driver *d = gpu->drv;
+    const size_t elem = support_dtype_size(c->dtype);
+    const int64_t ld_x = c->cols + c->pad_x, ld_y = c->cols + c->pad_y;
+    const size_t nx = (size_t)(c->rows * ld_x), ny = (size_t)(c->rows * ld_y);
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+    void *x_store = malloc(nx * elem), *y_store = malloc(ny * elem);
+    double *want = malloc((size_t)(c->rows * c->cols) * sizeof *want);
+    if (!x || !y || !x_store || !y_store || !want) {
+        fprintf(stderr, "support_softmax_run: out of host memory\n");
+        exit(1);
+    }
+    support_fill_uniform(x, nx, c->seed, -8.0f, 8.0f);
+    support_pack(c->dtype, x_store, x, nx);
+    support_unpack(c->dtype, x, x_store, nx); /* the reference sees what the GPU sees */
+    support_softmax_reference(want, x, c->rows, c->cols, ld_x, c->log_softmax);
+
+    const size_t off = (size_t)c->offset * elem;
+    CUdeviceptr dx, dy;
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&dx, nx * elem + off + 256));
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&dy, ny * elem + off + 256));
+    SUPPORT_CHECK(gpu, d->cuMemcpyHtoD(dx + off, x_store, nx * elem));
+    SUPPORT_CHECK(gpu, d->cuMemsetD8(dy, 0xff, ny * elem + off + 256)); /* NaN in every dtype */
+    void *yp = (void *)(uintptr_t)(dy + off);
+    const void *xp = (const void *)(uintptr_t)(dx + off);
+    tile_status s = c->variant < 0
+        ? (c->log_softmax ? tile_log_softmax : tile_softmax)(c->dtype, yp, xp, c->rows, c->cols,
+                                                            ld_y, ld_x, NULL)
+        : tile_softmax_variant(c->variant, c->log_softmax, c->dtype, yp, xp, c->rows, c->cols,
+                               ld_y, ld_x, NULL);
+    *status = s;
+    int64_t bad = -1;
+    if (s == TILE_STATUS_SUCCESS) {
+        SUPPORT_CHECK(gpu, d->cuCtxSynchronize());
+        SUPPORT_CHECK(gpu, d->cuMemcpyDtoH(y_store, dy + off, ny * elem));
+        support_unpack(c->dtype, y, y_store, ny);
+        double atol, rtol;
+        support_tolerance(c->dtype, c->log_softmax, &atol, &rtol);
+        char label[200];
+        snprintf(label, sizeof label, "%s %s %lldx%lld", c->variant < 0 ? "dispatch"
+                 : variant_name(c->variant), tile_dtype_string(c->dtype),
+                 (long long)c->rows, (long long)c->cols);
+        bad = support_compare(label, y, ld_y, want, c->rows, c->cols, atol, rtol, max_err);
+        for (int64_t r = 0; r < c->rows; r++) /* row padding must stay poisoned */
+            for (int64_t k = c->cols; k < ld_y; k++)
+                if (!isnan(y[r * ld_y + k])) {
+                    if (bad < 5) fprintf(stderr, "%s: wrote padding at [%lld, %lld]\n", label,
+                                         (long long)r, (long long)k);
+                    bad++;
+                }
+    }
+    SUPPORT_CHECK(gpu, d->cuMemFree(dx));
+    SUPPORT_CHECK(gpu, d->cuMemFree(dy));
+    free(x);
+    free(y);
+    free(x_store);
+    free(y_store);
+    free(want);
+    return bad;
+}

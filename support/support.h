@@ -1,0 +1,82 @@
+/* Host-side support for programs that run libfusedops on a GPU: the CLI, the GPU tests and
+ * the benches. Not part of the library. The driver comes from src/cuda_driver.c (dlopen), so
+ * these programs start on machines without one and can say so. */
+#ifndef FUSEDOPS_SUPPORT_H
+#define FUSEDOPS_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_driver.h"
+#include "fusedops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Exit code of a GPU program that found no GPU (ctest SKIP_RETURN_CODE). */
+#define SUPPORT_EXIT_NO_GPU 77
+
+typedef struct support_gpu {
+    const tile_driver *drv;
+    CUdevice device;
+    CUcontext context;
+    int32_t arch;
+    int32_t sm_count;
+    char name[128];
+} support_gpu;
+
+/* Makes device 0's primary context current. Returns 0, or -1 with the reason in *why. */
+int support_gpu_open(support_gpu *gpu, const char **why);
+void support_gpu_close(support_gpu *gpu);
+
+/* Aborts the program with file:line and the driver's error name when r is not CUDA_SUCCESS. */
+#define SUPPORT_CHECK(gpu, call) support_check((gpu), (call), #call, __FILE__, __LINE__)
+void support_check(const support_gpu *gpu, CUresult r, const char *what, const char *file,
+                   int line);
+
+/* Storage conversions on the host (round to nearest even). */
+uint16_t support_float_to_half(float f);
+float support_half_to_float(uint16_t h);
+uint16_t support_float_to_bf16(float f);
+float support_bf16_to_float(uint16_t h);
+/* Converts n floats into dtype storage at dst (n * tile element size bytes), and back. */
+void support_pack(tile_dtype dtype, void *dst, const float *src, size_t n);
+void support_unpack(tile_dtype dtype, float *dst, const void *src, size_t n);
+size_t support_dtype_size(tile_dtype dtype);
+
+/* Deterministic uniform floats in [lo, hi) (splitmix64 of seed and index). */
+void support_fill_uniform(float *dst, size_t n, uint64_t seed, float lo, float hi);
+
+/* Float64 reference softmax / log-softmax of rows x cols with row stride ld (elements). */
+void support_softmax_reference(double *y, const float *x, int64_t rows, int64_t cols, int64_t ld,
+                               int log_softmax);
+
+/* Tolerance for outputs stored as dtype: |got - want| <= atol + rtol * |want|. */
+void support_tolerance(tile_dtype dtype, int log_softmax, double *atol, double *rtol);
+
+/* Compares got (rows x cols, stride ld_got) with want (stride cols). NaN never passes. Prints
+ * up to 5 mismatches with their index to stderr under `label`. Returns the mismatch count. */
+int64_t support_compare(const char *label, const float *got, int64_t ld_got, const double *want,
+                        int64_t rows, int64_t cols, double atol, double rtol, double *max_err);
+
+/* One softmax case on the GPU: x is uniform in [-8, 8) from `seed`, rows x cols with row
+ * strides cols + pad_x and cols + pad_y, pointers offset by `offset` elements from a 256-byte
+ * aligned allocation (offset 1 exercises the scalar path). y is poisoned (NaN) first; the
+ * padding between rows must stay poisoned. variant < 0 runs the dispatcher (tile_softmax).
+ * Returns the number of mismatches (-1 when the call itself failed: *status says why). */
+typedef struct support_softmax_case {
+    int32_t variant;
+    tile_dtype dtype;
+    int log_softmax;
+    int64_t rows, cols, pad_x, pad_y, offset;
+    uint64_t seed;
+} support_softmax_case;
+int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *c,
+                            tile_status *status, double *max_err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,84 @@
+m4_divert(-1)
+# The tile language: m4 macros that kernels/*.tile are written in (docs/tile-language.md).
+# Run as `m4 -P -s -DNAME=VALUE... tile.m4 kernel.tile`: -P prefixes m4's builtins with m4_,
+# -s emits #line so nvcc's errors point into the .tile file. The generator passes the grid point
+# (OP, DTYPE, KERNEL, VARIANT, THREADS and every grid param) as -D definitions.
+#
+# Quotes are <| and |>, which C never writes. `#` comments stay on while this file is read (so
+# macro names in these comments are not expanded) and go off at its end, so that #pragma and
+# #include in a .tile pass through.
+m4_changequote(<|, |>)
+
+# ---------------------------------------------------------------------------- diagnostics
+# TILE_ERROR(message): print "file:line: message" and fail the expansion.
+m4_define(<|TILE_ERROR|>, <|m4_errprint(m4___file__:m4___line__: <|$1|>
+)m4_m4exit(1)|>)
+# TILE_NEED(NAME): NAME must come from the grid point.
+m4_define(<|TILE_NEED|>, <|m4_ifdef(<|$1|>, , <|TILE_ERROR(<|grid point defines no $1|>)|>)|>)
+m4_define(<|TILE_ARGS|>, <|m4_ifelse(<|$2|>, , <|TILE_ERROR(<|$1 needs $3 arguments|>)|>)|>)
+
+# ---------------------------------------------------------------------------- kernels
+# TILE_KERNEL(name, (params)) ... TILE_END: one kernel of the source. Only the one the grid
+# point's KERNEL names is emitted; the others are discarded.
+m4_define(<|TILE_KERNEL|>, <|TILE_NEED(<|KERNEL|>)TILE_NEED(<|VARIANT|>)TILE_NEED(<|THREADS|>)m4_dnl
+m4_ifelse(<|$1|>, KERNEL, <|m4_define(<|TILE_IN_KERNEL|>, 1)m4_dnl
+extern "C" __global__ void __launch_bounds__(THREADS) VARIANT $2 {
+    using T = tile::DTYPE;|>, <|m4_define(<|TILE_IN_KERNEL|>, 0)m4_divert(-1)|>)|>)
+m4_define(<|TILE_END|>, <|m4_ifelse(TILE_IN_KERNEL, 1, <|}|>, <|m4_divert(0)|>)|>)
+
+# TILE_ROW_LAYOUT(L): L is the [ROWS, BLOCK_N] row tile of this grid point (CLUSTER programs
+# split a row when the grid sets CLUSTER).
+m4_define(<|TILE_ROW_LAYOUT|>, <|TILE_NEED(<|ROWS|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|VEC|>)m4_dnl
+using $1 = tile::row_layout<ROWS, BLOCK_N, THREADS, VEC, m4_ifdef(<|CLUSTER|>, CLUSTER, 1)>|>)
+
+# TILE_PROGRAM_ROWS(row, L): row = the rows this program owns (one per row of the tile).
+m4_define(<|TILE_PROGRAM_ROWS|>, <|TILE_ARGS(<|TILE_PROGRAM_ROWS|>, <|$2|>, 2)m4_dnl
+const int64_t $1 = tile::program_row<$2>()|>)
+# TILE_PROGRAM_COLUMN(col0, L): first column of this program's slice of the row.
+m4_define(<|TILE_PROGRAM_COLUMN|>, <|const int64_t $1 = tile::program_column<$2>()|>)
+
+# ---------------------------------------------------------------------------- memory
+# TILE_LOAD(t, L, ptr, row, rows, col0, cols, ld, other): t = ptr[row, col0 + [0, BLOCK_N)] as
+# fp32, `other` where row >= rows or the column >= cols. 16-byte accesses where VEC allows.
+m4_define(<|TILE_LOAD|>, <|TILE_ARGS(<|TILE_LOAD|>, <|$9|>, 9)m4_dnl
+tile::frag<$2> $1; tile::load<$2, false>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+# TILE_LOAD_LAST(...): as TILE_LOAD for the last read of the data (evict-first).
+m4_define(<|TILE_LOAD_LAST|>, <|TILE_ARGS(<|TILE_LOAD_LAST|>, <|$9|>, 9)m4_dnl
+tile::frag<$2> $1; tile::load<$2, true>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+# TILE_STORE(ptr, t, row, rows, col0, cols, ld): ptr[row, col0 + c] = t[c], in bounds only.
+m4_define(<|TILE_STORE|>, <|TILE_ARGS(<|TILE_STORE|>, <|$7|>, 7)m4_dnl
+tile::store((T *)($1), $2, $3, $4, $5, $6, $7)|>)
+# TILE_FOR_COLUMN_TILES(col0, L, cols) ... TILE_END_FOR: col0 walks this program's column
+# tiles of the row (a cluster interleaves its programs' tiles).
+m4_define(<|TILE_FOR_COLUMN_TILES|>, <|TILE_ARGS(<|TILE_FOR_COLUMN_TILES|>, <|$3|>, 3)m4_dnl
+for (int64_t $1 = tile::program_column<$2>(); $1 < ($3); $1 += tile::column_step<$2>()) {|>)
+m4_define(<|TILE_END_FOR|>, <|}|>)
+
+# ---------------------------------------------------------------------------- maps
+# TILE_MAP(out, t, expr): out = expr applied to every element v of t (expr reads `v`; quote it
+# with <| |> if it holds a comma).
+m4_define(<|TILE_MAP|>, <|TILE_ARGS(<|TILE_MAP|>, <|$3|>, 3)m4_dnl
+const auto $1 = tile::map($2, [&](float v) { return $3; })|>)
+
+# ---------------------------------------------------------------------------- reductions
+# TILE_ROW_MAX(m, L, t) / TILE_ROW_SUM(s, L, t): m = max over the row of t, s = its sum; every
+# element of the row gets the same value. Collective: the whole program calls it.
+m4_define(<|TILE_ROW_MAX|>, <|TILE_ARGS(<|TILE_ROW_MAX|>, <|$3|>, 3)m4_dnl
+const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_max{}), tile::op_max{})|>)
+m4_define(<|TILE_ROW_SUM|>, <|TILE_ARGS(<|TILE_ROW_SUM|>, <|$3|>, 3)m4_dnl
+const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_sum{}), tile::op_sum{})|>)
+# TILE_ONLINE(acc): running softmax statistics (max, sum of exp), empty.
+m4_define(<|TILE_ONLINE|>, <|tile::online $1 = {-__builtin_huge_valf(), 0.0f}|>)
+# TILE_ONLINE_UPDATE(acc, t): fold tile t into acc.
+m4_define(<|TILE_ONLINE_UPDATE|>, <|$1 = tile::online_update($1, $2)|>)
+# TILE_ROW_ONLINE(m, s, L, acc): combine acc over the row: m = row max, s = sum exp(x - m).
+m4_define(<|TILE_ROW_ONLINE|>, <|TILE_ARGS(<|TILE_ROW_ONLINE|>, <|$4|>, 4)m4_dnl
+const tile::online $1_$2 = tile::row_reduce<$3>($4, tile::op_online{}); m4_dnl
+const float $1 = $1_$2.m, $2 = $1_$2.s|>)
+
+# ---------------------------------------------------------------------------- math
+# exp and log as the tile language computes them (SFU approximations, fp32).
+m4_define(<|TILE_EXP|>, <|tile::exp($1)|>)
+m4_define(<|TILE_LOG|>, <|tile::log($1)|>)
+
+m4_changecom()m4_divert(0)m4_dnl

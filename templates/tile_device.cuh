@@ -1,0 +1,250 @@
+// Device primitives behind the tile language (templates/tile.m4). Thread indices, shuffles,
+// shared-memory exchanges, vector accesses and cluster (distributed shared memory) traffic live
+// here and nowhere else; kernels/*.tile only name tile operations.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+#define TILE_HAS_CLUSTERS 1
+#else
+#define TILE_HAS_CLUSTERS 0
+#endif
+
+namespace tile {
+
+// Storage types, spelled as grid files spell dtypes (m4 pastes `tile::DTYPE`).
+using f32 = float;
+using f16 = __half;
+using bf16 = __nv_bfloat16;
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) {
+    return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+// exp via the SFU's base-2 exponential: one FMUL + MUFU.EX2 (relative error ~2^-22).
+__device__ __forceinline__ float exp(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+}
+__device__ __forceinline__ float log(float x) { return __logf(x); }
+
+// ------------------------------------------------------------------------------ layout
+// A [ROWS, BLOCK_N] register tile over a program of THREADS threads: TPR consecutive threads
+// share a row; thread `lane` of a row holds vectors lane, lane+TPR, lane+2*TPR, ... so each
+// warp-wide access is contiguous (coalesced). With CLUSTER > 1, the CLUSTER programs of a
+// cluster hold consecutive BLOCK_N-wide slices of the same rows.
+template <int ROWS_, int BLOCK_N_, int THREADS_, int VEC_, int CLUSTER_> struct row_layout {
+    static constexpr int ROWS = ROWS_, BLOCK_N = BLOCK_N_, THREADS = THREADS_, VEC = VEC_;
+    static constexpr int CLUSTER = CLUSTER_;
+    static constexpr int TPR = THREADS / ROWS;
+    static constexpr int PER_THREAD = BLOCK_N / TPR;
+    static constexpr int ITERS = PER_THREAD / VEC;
+    static constexpr int WARPS_PER_ROW = TPR > 32 ? TPR / 32 : 1;
+    static_assert(THREADS % ROWS == 0, "threads split evenly over rows");
+    static_assert(BLOCK_N % (TPR * VEC) == 0, "a row is whole vectors on every thread");
+    static_assert(TPR <= 32 || ROWS == 1, "a row shared with others stays inside one warp");
+    static_assert(CLUSTER == 1 || ROWS == 1, "clusters split one row");
+
+    __device__ static int row_in_program() { return threadIdx.x / TPR; }
+    __device__ static int lane() { return threadIdx.x % TPR; }
+    __device__ static int col(int i) { return (i * TPR + lane()) * VEC; }
+    __device__ static int cluster_rank() { return CLUSTER > 1 ? blockIdx.x % CLUSTER : 0; }
+    __device__ static int64_t program_id() { return blockIdx.x / CLUSTER; }
+};
+
+// A thread's part of a tile: fp32 values, ITERS vectors of VEC.
+template <typename L> struct frag {
+    float v[L::ITERS][L::VEC];
+};
+
+// The first row of the program plus this thread's row within it.
+template <typename L> __device__ __forceinline__ int64_t program_row() {
+    return L::program_id() * L::ROWS + L::row_in_program();
+}
+
+// First column of this program's slice of the row: programs of a cluster split it.
+template <typename L> __device__ __forceinline__ int64_t program_column() {
+    return (int64_t)L::cluster_rank() * L::BLOCK_N;
+}
+
+// Distance between a program's consecutive column tiles: its cluster's programs interleave.
+template <typename L> __device__ __forceinline__ int64_t column_step() {
+    return (int64_t)L::BLOCK_N * L::CLUSTER;
+}
+
+// ------------------------------------------------------------------------------ memory
+template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
+    T e[N];
+};
+
+// Masked tile load of row `row`, columns col0 + [0, BLOCK_N): whole vectors in bounds use one
+// 16-byte access; a vector straddling `cols` falls back to element accesses; lanes outside
+// the tile read as `other`. STREAM marks the last read of x (evict-first in L1 and L2).
+template <typename L, bool STREAM, typename T>
+__device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
+                                     int64_t col0, int64_t cols, int64_t ld, float other) {
+    const bool row_ok = row < rows;
+    const T *p = base + row * ld + col0;
+    const int64_t limit = cols - col0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++) {
+        const int c = L::col(i);
+        if (row_ok && c + L::VEC <= limit) {
+            vec_t<L::VEC, T> w;
+            const vec_t<L::VEC, T> *src = reinterpret_cast<const vec_t<L::VEC, T> *>(p + c);
+            if constexpr (sizeof(w) == 16) {
+                int4 raw = STREAM ? __ldcs(reinterpret_cast<const int4 *>(src))
+                                  : __ldg(reinterpret_cast<const int4 *>(src));
+                w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
+            } else {
+                w = *src;
+            }
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++)
+                t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
+        }
+    }
+}
+
+// Masked tile store: only in-bounds elements are written.
+template <typename L, typename T>
+__device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, int64_t rows,
+                                      int64_t col0, int64_t cols, int64_t ld) {
+    if (row >= rows) return;
+    T *p = base + row * ld + col0;
+    const int64_t limit = cols - col0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++) {
+        const int c = L::col(i);
+        if (c + L::VEC <= limit) {
+            vec_t<L::VEC, T> w;
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) w.e[k] = from_float<T>(t.v[i][k]);
+            *reinterpret_cast<vec_t<L::VEC, T> *>(p + c) = w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++)
+                if (c + k < limit) p[c + k] = from_float<T>(t.v[i][k]);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ maps
+template <typename L, typename F> __device__ __forceinline__ frag<L> map(const frag<L> &a, F f) {
+    frag<L> r;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) r.v[i][k] = f(a.v[i][k]);
+    return r;
+}
+
+// ------------------------------------------------------------------------------ reductions
+struct op_max {
+    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+    static constexpr float identity = -__builtin_huge_valf();
+};
+struct op_sum {
+    __device__ float operator()(float a, float b) const { return a + b; }
+    static constexpr float identity = 0.0f;
+};
+
+// Running softmax statistics: max m and sum of exp(x - m).
+struct online {
+    float m, s;
+};
+__device__ __forceinline__ online online_combine(online a, online b) {
+    const float m = fmaxf(a.m, b.m);
+    // An empty side (m == -inf, s == 0) must not turn into exp(-inf - -inf) = NaN.
+    const float sa = a.m == m ? a.s : a.s * tile::exp(a.m - m);
+    const float sb = b.m == m ? b.s : b.s * tile::exp(b.m - m);
+    return online{m, sa + sb};
+}
+struct op_online {
+    __device__ online operator()(online a, online b) const { return online_combine(a, b); }
+};
+
+__device__ __forceinline__ float shfl_xor(float v, int mask) {
+    return __shfl_xor_sync(0xffffffffu, v, mask);
+}
+__device__ __forceinline__ online shfl_xor(online v, int mask) {
+    return online{__shfl_xor_sync(0xffffffffu, v.m, mask), __shfl_xor_sync(0xffffffffu, v.s, mask)};
+}
+
+// Reduce over the thread's own part of the tile.
+template <typename L, typename Op> __device__ __forceinline__ float thread_reduce(const frag<L> &t, Op op) {
+    float r = Op::identity;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) r = op(r, t.v[i][k]);
+    return r;
+}
+
+// Reduce a per-thread value over its row: a butterfly of warp shuffles inside the row's lanes,
+// then (rows wider than a warp) one shared-memory exchange among the row's warps, then (a row
+// split over a cluster) one exchange through distributed shared memory. Every thread of the
+// program must call it (it holds barriers); every thread gets its row's result.
+template <typename L, typename V, typename Op> __device__ __forceinline__ V row_reduce(V v, Op op) {
+    constexpr int WIDTH = L::TPR < 32 ? L::TPR : 32;
+#pragma unroll
+    for (int mask = WIDTH / 2; mask > 0; mask /= 2) v = op(v, shfl_xor(v, mask));
+    if constexpr (L::WARPS_PER_ROW > 1 || L::CLUSTER > 1) {
+        // Parts: one per warp of the row (ROWS == 1 here), then one per program of the cluster.
+        __shared__ V warp_part[L::WARPS_PER_ROW];
+        __shared__ V program_part;
+        const int warp = threadIdx.x / 32;
+        __syncthreads(); // the previous reduction's readers are done with warp_part
+        if (threadIdx.x % 32 == 0) warp_part[warp] = v;
+        __syncthreads();
+        v = warp_part[0];
+#pragma unroll
+        for (int w = 1; w < L::WARPS_PER_ROW; w++) v = op(v, warp_part[w]);
+        if constexpr (L::CLUSTER > 1) {
+#if TILE_HAS_CLUSTERS
+            namespace cg = cooperative_groups;
+            cg::cluster_group cluster = cg::this_cluster();
+            if (threadIdx.x == 0) program_part = v;
+            cluster.sync(); // every program's part is written
+            v = *cluster.map_shared_rank(&program_part, 0);
+#pragma unroll
+            for (int r = 1; r < L::CLUSTER; r++) v = op(v, *cluster.map_shared_rank(&program_part, r));
+            cluster.sync(); // no program leaves or rewrites its part while others read it
+#else
+            __trap(); // cluster variants are registered for sm_90 and newer only
+#endif
+        }
+    }
+    return v;
+}
+
+// Fold a tile into running statistics: one rescale per tile, not per element.
+template <typename L> __device__ __forceinline__ online online_update(online acc, const frag<L> &t) {
+    const float tile_max = thread_reduce(t, op_max{});
+    const float m = fmaxf(acc.m, tile_max);
+    if (m == op_max::identity) return acc; // nothing but masked lanes so far
+    float s = acc.m == m ? acc.s : acc.s * tile::exp(acc.m - m);
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) s += tile::exp(t.v[i][k] - m);
+    return online{m, s};
+}
+
+} // namespace tile
