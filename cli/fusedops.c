@@ -8,6 +8,9 @@
  *                                                every variant vs a float64 CPU reference
  *   fusedops bench softmax --dtype D --shape RxC [--variant NAME] [--log] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
+ *   fusedops tune [--dtype D] [--out FILE] [--verify]
+ *                                                time every eligible variant over a shape grid
+ *                                                and write the winners (autotune_results/)
  *   fusedops version
  *
  * Exit codes: 0 success, 1 a check failed or a call failed, 2 usage, 3 no GPU.
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fusedops.h"
 #include "support.h"
@@ -39,6 +43,7 @@ static int usage(const char *msg) {
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench softmax --dtype D --shape ROWSxCOLS [--variant NAME] [--log] "
           "[--iters N]\n"
+          "  fusedops tune [--dtype D] [--out FILE] [--verify]\n"
           "  fusedops version\n",
           stderr);
     return EXIT_USAGE;
@@ -79,6 +84,9 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         else if (!strcmp(a, "--ld-y")) o->ld_y = atoll(argv[++i]);
         else return usage("unknown option");
     }
+    if (o->iters < 1) return usage("--iters must be at least 1");
+    if (o->variant && tile_variant_find(o->variant) < 0)
+        return usage("unknown --variant (see fusedops list)");
     if (!o->ld_x) o->ld_x = o->cols;
     if (!o->ld_y) o->ld_y = o->cols;
     return 0;
@@ -158,19 +166,22 @@ static int check_variant(const support_gpu *gpu, int32_t index, const tile_varia
     if (cap >= 17) widths[n++] = 17;
     if (!v->max_cols) widths[n++] = 781;
     const int64_t row_counts[] = {1, 3, 97};
+    const int64_t elems_per_align = v->align_bytes / (int64_t)support_dtype_size(v->dtype);
     int failures = 0;
     for (int w = 0; w < n; w++)
-        for (int r = 0; r < 3; r++)
+        for (int r = 0; r < 3; r++) {
+            int64_t rows = row_counts[r];
+            if (widths[w] > 70000 && rows > 3) continue; /* keep the CPU reference quick */
+            /* Row strides: the next multiple of the variant's alignment, plus extra padding
+             * on the 3-row case so strided rows are covered. */
+            int64_t round_up = (elems_per_align - widths[w] % elems_per_align) % elems_per_align;
             for (int log = 0; log < 2; log++) {
-                int64_t rows = row_counts[r];
-                if (widths[w] > 70000 && rows > 3) continue; /* keep the CPU reference quick */
-                const int64_t elems_per_align = v->align_bytes / (int64_t)support_dtype_size(v->dtype);
+                if (log && r == 2 && quick) continue;
                 support_softmax_case c = {
                     .variant = index, .dtype = v->dtype, .log_softmax = log, .rows = rows,
                     .cols = widths[w],
-                    /* strided rows that keep the variant's alignment */
-                    .pad_x = (r == 1) ? 3 * elems_per_align : 0,
-                    .pad_y = (r == 1) ? elems_per_align : 0,
+                    .pad_x = round_up + (r == 1 ? 3 * elems_per_align : 0),
+                    .pad_y = round_up + (r == 1 ? elems_per_align : 0),
                     .offset = elems_per_align == 1 ? 1 : 0,
                     .seed = 1000u * (uint64_t)index + 10u * (uint64_t)w + (uint64_t)r};
                 tile_status s;
@@ -179,12 +190,12 @@ static int check_variant(const support_gpu *gpu, int32_t index, const tile_varia
                 (*cases)++;
                 if (bad) {
                     failures++;
-                    fprintf(stderr, "FAIL %s %s %lldx%lld: %s\n", v->name,
+                    fprintf(stderr, "FAIL %s %s %lldx%lld: %s: %s\n", v->name,
                             log ? "log_softmax" : "softmax", (long long)rows, (long long)c.cols,
-                            bad < 0 ? tile_last_error() : "mismatches above");
-                    (void)s;
+                            tile_status_string(s), bad < 0 ? tile_last_error() : "mismatches above");
                 }
             }
+        }
     return failures;
 }
 
@@ -215,85 +226,242 @@ static int cmd_check(int argc, char **argv) {
     return failed ? EXIT_CHECK_FAILED : 0;
 }
 
-/* Median of `iters` timed launches, inputs rotated over enough buffers to defeat L2. */
+/* Inputs for timing: random x rotated over enough copies that each launch reads data the
+ * previous one did not leave in L2 (256 MiB in all, at most 8 copies). */
+typedef struct bench_buffers {
+    CUdeviceptr x[8], y;
+    int copies;
+    size_t bytes;
+} bench_buffers;
+
+static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows, int64_t cols,
+                          bench_buffers *b) {
+    const tile_driver *d = gpu->drv;
+    const size_t elem = support_dtype_size(dtype), n = (size_t)(rows * cols);
+    b->bytes = n * elem;
+    b->copies = (int)(256u * 1024 * 1024 / b->bytes) + 1;
+    if (b->copies > 8) b->copies = 8;
+    float *host = malloc(n * sizeof(float));
+    void *packed = malloc(b->bytes);
+    if (!host || !packed) {
+        fprintf(stderr, "fusedops: out of host memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < b->copies; i++) {
+        support_fill_uniform(host, n, 7 + (uint64_t)i, -8.0f, 8.0f);
+        support_pack(dtype, packed, host, n);
+        SUPPORT_CHECK(gpu, d->cuMemAlloc(&b->x[i], b->bytes));
+        SUPPORT_CHECK(gpu, d->cuMemcpyHtoD(b->x[i], packed, b->bytes));
+    }
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&b->y, b->bytes));
+    free(host);
+    free(packed);
+}
+
+static void buffers_free(const support_gpu *gpu, bench_buffers *b) {
+    for (int i = 0; i < b->copies; i++) SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(b->x[i]));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(b->y));
+}
+
+static int compare_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median over `repeats` batches of the time per launch, each batch `batch` back-to-back
+ * launches between two events (launch gaps amortized). variant -1: the dispatcher; -2: a
+ * device-to-device copy of the same bytes (the bandwidth ceiling). Returns 0 or the status. */
+static tile_status time_softmax(const support_gpu *gpu, const bench_buffers *b, int32_t variant,
+                                int log_softmax, tile_dtype dtype, int64_t rows, int64_t cols,
+                                int batch, int repeats, double *median_ms) {
+    const tile_driver *d = gpu->drv;
+    CUevent start, stop;
+    SUPPORT_CHECK(gpu, d->cuEventCreate(&start, CU_EVENT_DEFAULT));
+    SUPPORT_CHECK(gpu, d->cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    float times[64];
+    if (repeats > 64) repeats = 64;
+    tile_status s = TILE_STATUS_SUCCESS;
+    int launch = 0;
+    for (int r = -1; r < repeats && s == TILE_STATUS_SUCCESS; r++) { /* r == -1: warm-up */
+        SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
+        for (int k = 0; k < batch && s == TILE_STATUS_SUCCESS; k++, launch++) {
+            CUdeviceptr x = b->x[launch % b->copies];
+            void *yp = (void *)(uintptr_t)b->y;
+            const void *xp = (const void *)(uintptr_t)x;
+            if (variant == -2) SUPPORT_CHECK(gpu, d->cuMemcpyDtoD(b->y, x, b->bytes));
+            else if (variant >= 0)
+                s = tile_softmax_variant(variant, log_softmax, dtype, yp, xp, rows, cols, cols,
+                                         cols, NULL);
+            else
+                s = (log_softmax ? tile_log_softmax : tile_softmax)(dtype, yp, xp, rows, cols,
+                                                                    cols, cols, NULL);
+        }
+        SUPPORT_CHECK(gpu, d->cuEventRecord(stop, NULL));
+        SUPPORT_CHECK(gpu, d->cuEventSynchronize(stop));
+        float ms;
+        SUPPORT_CHECK(gpu, d->cuEventElapsedTime(&ms, start, stop));
+        if (r >= 0) times[r] = ms / (float)batch;
+    }
+    SUPPORT_CHECK(gpu, d->cuEventDestroy(start));
+    SUPPORT_CHECK(gpu, d->cuEventDestroy(stop));
+    if (s != TILE_STATUS_SUCCESS) return s;
+    qsort(times, (size_t)repeats, sizeof *times, compare_float);
+    *median_ms = times[repeats / 2];
+    return TILE_STATUS_SUCCESS;
+}
+
+/* A batch long enough (about 1 ms) that event resolution and launch gaps do not matter. */
+static int batch_for(size_t bytes) {
+    double est_ms = 2.0 * (double)bytes / 2.5e9 + 0.004;
+    int n = (int)(1.0 / est_ms);
+    return n < 1 ? 1 : n > 200 ? 200 : n;
+}
+
 static int cmd_bench(int argc, char **argv) {
     if (argc < 3 || strcmp(argv[2], "softmax")) return usage("bench takes an op: softmax");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
     if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");
-    support_gpu gpu;
-    if (open_gpu(&gpu)) return EXIT_NO_GPU;
-    const tile_driver *d = gpu.drv;
     int32_t variant = -1;
     if (o.variant && (variant = tile_variant_find(o.variant)) < 0)
         return usage("unknown --variant (see fusedops list)");
-    const size_t elem = support_dtype_size((tile_dtype)o.dtype);
-    const size_t bytes = (size_t)(o.rows * o.cols) * elem;
-    /* Enough copies that each launch reads data not left in L2 by the previous one. */
-    int copies = (int)(256u * 1024 * 1024 / bytes) + 1;
-    if (copies > 8) copies = 8;
-    CUdeviceptr x[8], y;
-    float *host = malloc(bytes / elem * sizeof(float));
-    void *packed = malloc(bytes);
-    support_fill_uniform(host, bytes / elem, 7, -8.0f, 8.0f);
-    support_pack((tile_dtype)o.dtype, packed, host, bytes / elem);
-    for (int i = 0; i < copies; i++) {
-        SUPPORT_CHECK(&gpu, d->cuMemAlloc(&x[i], bytes));
-        SUPPORT_CHECK(&gpu, d->cuMemcpyHtoD(x[i], packed, bytes));
+    support_gpu gpu;
+    if (open_gpu(&gpu)) return EXIT_NO_GPU;
+    const tile_dtype dtype = (tile_dtype)o.dtype;
+    bench_buffers b;
+    buffers_alloc(&gpu, dtype, o.rows, o.cols, &b);
+    const int batch = batch_for(b.bytes), repeats = o.iters < 64 ? o.iters : 31;
+    double ms, copy_ms;
+    tile_status s = time_softmax(&gpu, &b, variant, o.log_softmax, dtype, o.rows, o.cols, batch,
+                                 repeats, &ms);
+    if (s != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
+        return EXIT_CHECK_FAILED;
     }
-    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&y, bytes));
-    CUevent start, stop;
-    SUPPORT_CHECK(&gpu, d->cuEventCreate(&start, CU_EVENT_DEFAULT));
-    SUPPORT_CHECK(&gpu, d->cuEventCreate(&stop, CU_EVENT_DEFAULT));
-    float *times = malloc((size_t)o.iters * sizeof *times);
-    for (int pass = 0; pass < 2; pass++) { /* pass 0: softmax; pass 1: the copy ceiling */
-        for (int it = -10; it < o.iters; it++) {
-            const void *xp = (const void *)(uintptr_t)x[(it + 10) % copies];
-            void *yp = (void *)(uintptr_t)y;
-            SUPPORT_CHECK(&gpu, d->cuEventRecord(start, NULL));
-            tile_status s = TILE_STATUS_SUCCESS;
-            if (pass == 1) SUPPORT_CHECK(&gpu, d->cuMemcpyDtoD(y, (CUdeviceptr)(uintptr_t)xp, bytes));
-            else if (variant >= 0)
-                s = tile_softmax_variant(variant, o.log_softmax, (tile_dtype)o.dtype, yp, xp,
-                                         o.rows, o.cols, o.cols, o.cols, NULL);
+    time_softmax(&gpu, &b, -2, 0, dtype, o.rows, o.cols, batch, repeats, &copy_ms);
+    const char *name = o.variant;
+    tile_decision dec = {.struct_size = sizeof dec};
+    tile_variant_info info = {.struct_size = sizeof info};
+    if (!name && tile_softmax_explain(dtype, o.rows, o.cols, o.cols, o.cols, 256, 0, &dec) ==
+                     TILE_STATUS_SUCCESS &&
+        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
+        name = info.name;
+    const double gbs = 2.0 * (double)b.bytes / (ms * 1e-3) / 1e9; /* read x once, write y once */
+    const double copy_gbs = 2.0 * (double)b.bytes / (copy_ms * 1e-3) / 1e9;
+    printf("%s %s %lldx%lld on %s: %s\n  %.4f ms, %.1f GB/s; device-to-device copy of the same "
+           "bytes %.1f GB/s; %.1f%% of it\n",
+           o.log_softmax ? "log_softmax" : "softmax", tile_dtype_string(dtype), (long long)o.rows,
+           (long long)o.cols, gpu.name, name ? name : "?", ms, gbs, copy_gbs, 100.0 * gbs / copy_gbs);
+    buffers_free(&gpu, &b);
+    support_gpu_close(&gpu);
+    return 0;
+}
+
+/* fusedops tune: times every eligible variant over a grid of power-of-two shapes and writes the
+ * winners as a TSV for autotune_results/ (docs/tuning.md). */
+static int cmd_tune(int argc, char **argv) {
+    options o;
+    const char *out_path = NULL;
+    int verify = 0;
+    /* --out FILE and --verify are tune's own; the rest are the common options. */
+    char *rest[64];
+    int nrest = 0;
+    for (int i = 0; i < argc && nrest < 64; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
+        else if (!strcmp(argv[i], "--verify")) verify = 1;
+        else rest[nrest++] = argv[i];
+    }
+    if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
+    if (o.op && strcmp(o.op, "softmax")) return usage("tune knows the ops: softmax");
+    support_gpu gpu;
+    if (open_gpu(&gpu)) return EXIT_NO_GPU;
+    FILE *out = out_path ? fopen(out_path, "w") : stdout;
+    if (!out) {
+        perror(out_path);
+        return EXIT_USAGE;
+    }
+    const int tty = isatty(fileno(stderr));
+    fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
+    /* Tuned at exact powers of two; verified on shapes between them (held out). */
+    static const int64_t tune_rows[] = {1, 16, 256, 4096, 32768};
+    static const int64_t verify_shapes[][2] = {
+        {3, 1000},    {100, 3000},  {777, 781},   {2000, 5000},  {5000, 12000}, {300, 50000},
+        {1500, 700},  {20000, 200}, {8, 300000},  {64, 100000},  {10000, 2500}, {123, 33000},
+        {40000, 100}, {2, 700000},  {700, 9000},  {3000, 1500},  {50, 20000},   {9000, 6000}};
+    const int nshapes = verify ? (int)(sizeof verify_shapes / sizeof *verify_shapes) : 5 * 16;
+    int within = 0, total = 0;
+    for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {
+        if (o.dtype >= 0 && dt != o.dtype) continue;
+        const tile_dtype dtype = (tile_dtype)dt;
+        for (int si = 0; si < nshapes; si++) {
+            int64_t rows, cols;
+            if (verify) {
+                rows = verify_shapes[si][0];
+                cols = verify_shapes[si][1];
+            } else {
+                rows = tune_rows[si / 16];
+                cols = (int64_t)1 << (5 + si % 16);
+            }
+            if (rows * cols > ((int64_t)1 << 26)) continue; /* keeps the tuning run short */
+            bench_buffers b;
+            buffers_alloc(&gpu, dtype, rows, cols, &b);
+            const int batch = batch_for(b.bytes);
+            double best = 1e30, second = 1e30, picked = 0;
+            int32_t best_v = -1, second_v = -1;
+                        for (int32_t v = 0; v < tile_variant_count(); v++) {
+                tile_variant_info info = {.struct_size = sizeof info};
+                tile_variant_get(v, &info);
+                if (strcmp(info.op, "softmax") || info.dtype != dtype) continue;
+                if (gpu.arch < info.arch_min || (info.arch_max && gpu.arch > info.arch_max)) continue;
+                if (info.max_cols && cols > info.max_cols) continue;
+                double ms;
+                if (time_softmax(&gpu, &b, v, 0, dtype, rows, cols, batch, 5, &ms) !=
+                    TILE_STATUS_SUCCESS)
+                    continue;
+                if (ms < best) {
+                    second = best;
+                    second_v = best_v;
+                    best = ms;
+                    best_v = v;
+                } else if (ms < second) {
+                    second = ms;
+                    second_v = v;
+                }
+            }
+            if (verify) time_softmax(&gpu, &b, -1, 0, dtype, rows, cols, batch, 7, &picked);
+            buffers_free(&gpu, &b);
+            if (best_v < 0) continue;
+            tile_variant_info bi = {.struct_size = sizeof bi}, si2 = {.struct_size = sizeof si2};
+            tile_variant_get(best_v, &bi);
+            if (second_v >= 0) tile_variant_get(second_v, &si2);
+            if (verify) {
+                total++;
+                int ok = picked <= best * 1.05;
+                within += ok;
+                fprintf(out, "# verify %s %lldx%lld: dispatched %.2f us, fastest %s %.2f us%s\n",
+                        tile_dtype_string(dtype), (long long)rows, (long long)cols, picked * 1e3,
+                        bi.name, best * 1e3, ok ? "" : "  (more than 5% slower)");
+            } else {
+                fprintf(out, "sm_%d\tsoftmax\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", gpu.arch,
+                        tile_dtype_string(dtype), (long long)rows, (long long)cols, bi.name,
+                        best * 1e3, second_v >= 0 ? si2.name : "-",
+                        second_v >= 0 ? second * 1e3 : 0.0);
+            }
+            fflush(out);
+            if (tty)
+                fprintf(stderr, "\r[%s %3d/%d] %-12s", tile_dtype_string(dtype), si + 1, nshapes,
+                        "");
             else
-                s = (o.log_softmax ? tile_log_softmax : tile_softmax)((tile_dtype)o.dtype, yp, xp,
-                                                                      o.rows, o.cols, o.cols,
-                                                                      o.cols, NULL);
-            if (s != TILE_STATUS_SUCCESS) {
-                fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
-                return EXIT_CHECK_FAILED;
-            }
-            SUPPORT_CHECK(&gpu, d->cuEventRecord(stop, NULL));
-            SUPPORT_CHECK(&gpu, d->cuEventSynchronize(stop));
-            if (it >= 0) SUPPORT_CHECK(&gpu, d->cuEventElapsedTime(&times[it], start, stop));
-        }
-        /* median by insertion sort: iters is small */
-        for (int i = 1; i < o.iters; i++)
-            for (int j = i; j > 0 && times[j - 1] > times[j]; j--) {
-                float t = times[j];
-                times[j] = times[j - 1];
-                times[j - 1] = t;
-            }
-        double ms = times[o.iters / 2];
-        double gbs = 2.0 * (double)bytes / (ms * 1e-3) / 1e9; /* reads x once, writes y once */
-        static double kernel_gbs;
-        if (pass == 0) {
-            kernel_gbs = gbs;
-            printf("%s %s %lldx%lld on %s: %.4f ms, %.1f GB/s\n",
-                   o.log_softmax ? "log_softmax" : "softmax", tile_dtype_string((tile_dtype)o.dtype),
-                   (long long)o.rows, (long long)o.cols, gpu.name, ms, gbs);
-        } else {
-            printf("device-to-device copy of the same bytes: %.4f ms, %.1f GB/s; softmax reaches "
-                   "%.1f%% of it\n",
-                   ms, gbs, 100.0 * kernel_gbs / gbs);
+                fprintf(stderr, "tune: %s %lldx%lld -> %s\n", tile_dtype_string(dtype),
+                        (long long)rows, (long long)cols, bi.name);
         }
     }
-    for (int i = 0; i < copies; i++) d->cuMemFree(x[i]);
-    d->cuMemFree(y);
-    free(times);
-    free(host);
-    free(packed);
+    if (tty) fputc('\n', stderr);
+    if (verify)
+        fprintf(out, "# held-out check on %s: dispatched variant within 5%% of the fastest on %d of "
+                     "%d shapes (%.0f%%)\n",
+                gpu.name, within, total, total ? 100.0 * within / total : 0.0);
+    if (out != stdout) fclose(out);
     support_gpu_close(&gpu);
     return 0;
 }
@@ -315,5 +483,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "explain")) return cmd_explain(argc, argv);
     if (!strcmp(cmd, "check")) return cmd_check(argc, argv);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
+    if (!strcmp(cmd, "tune")) return cmd_tune(argc, argv);
     return usage("unknown command");
 }

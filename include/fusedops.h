@@ -59,10 +59,9 @@ typedef enum tile_dtype {
 
 /* Which rule of the dispatcher picked a variant. */
 typedef enum tile_rule {
-    TILE_RULE_FORCED = 0,    /* the caller named the variant */
-    TILE_RULE_TUNED = 1,     /* an entry of the tuned table for this arch and shape bucket */
-    TILE_RULE_NEAREST = 2,   /* the tuned entry of the nearest shape bucket */
-    TILE_RULE_HEURISTIC = 3, /* the cost heuristic: no tuned table entry applies */
+    TILE_RULE_TUNED = 0,     /* an entry of the tuned table for this arch and shape bucket */
+    TILE_RULE_NEAREST = 1,   /* the tuned entry of the nearest shape bucket */
+    TILE_RULE_HEURISTIC = 2, /* the cost heuristic: no tuned table entry applies */
     TILE_RULE_COUNT_
 } tile_rule;
 
@@ -83,9 +82,12 @@ TILE_API const char *tile_last_error(void);
  * 0 <= c < cols. Rows are `ld_x` (`ld_y`) elements apart; ld_x >= cols, ld_y >= cols. Storage
  * is fp32, fp16 or bf16 (x and y alike); math is fp32. y may equal x (in place) when
  * ld_y == ld_x; other overlaps are undefined.
- * Status: INVALID_ARGUMENT for NULL pointers, rows < 1, cols < 1, ld smaller than cols or
- * byte sizes that overflow int64; UNSUPPORTED_DTYPE; MISALIGNED when a pointer is not aligned
- * to the element size; NO_DEVICE, NO_CONTEXT, ARCH_MISMATCH, CUDA_ERROR as named.
+ * Rows of any width are supported (wide rows take a two-pass variant).
+ * Status: INVALID_ARGUMENT for NULL pointers, rows < 1, cols < 1, ld smaller than cols,
+ * byte sizes that overflow int64, or y == x with ld_y != ld_x; UNSUPPORTED_DTYPE;
+ * MISALIGNED when a pointer is not aligned to the element size; NOT_SUPPORTED when rows need
+ * more than 2^31-1 thread blocks or the device ordinal is 64 or above; NO_DEVICE, NO_CONTEXT,
+ * ARCH_MISMATCH, CUDA_ERROR as named; INTERNAL for a library bug.
  */
 TILE_API tile_status tile_softmax(tile_dtype dtype, void *y, const void *x, int64_t rows,
                                   int64_t cols, int64_t ld_y, int64_t ld_x, tile_stream stream);
@@ -98,7 +100,9 @@ TILE_API tile_status tile_log_softmax(tile_dtype dtype, void *y, const void *x, 
 
 /*
  * Introspection: the variants compiled into this library. `index` runs from 0 to
- * tile_variant_count() - 1. Fill `info->struct_size = sizeof(*info)` before the call.
+ * tile_variant_count() - 1. Fill `info->struct_size = sizeof(*info)` before the call: the
+ * library writes only the fields that fit, so a caller built against an older, shorter
+ * struct keeps working when fields are appended.
  */
 typedef struct tile_variant_info {
     size_t struct_size;   /* sizeof(tile_variant_info) as the caller compiled it */
@@ -121,7 +125,8 @@ TILE_API tile_status tile_variant_get(int32_t index, tile_variant_info *info);
 /* Index of the variant of that name, or -1. */
 TILE_API int32_t tile_variant_find(const char *name);
 
-/* Why dispatch picked a variant. Fill `struct_size = sizeof(*decision)` before the call. */
+/* Why dispatch picked a variant. Fill `struct_size = sizeof(*decision)` before the call (as
+ * for tile_variant_info, only the fields that fit are written). */
 typedef struct tile_decision {
     size_t struct_size;
     int32_t variant;  /* index for tile_variant_get(), -1 when none is eligible */
@@ -135,7 +140,10 @@ typedef struct tile_decision {
  * The variant tile_softmax (and tile_log_softmax) would launch for this problem, without
  * launching it. `pointer_align` is the largest power of two dividing both the x and y
  * addresses (pass 16 for typical allocations). `arch` is 10*major+minor, or 0 for the current
- * device (which then needs a driver and a context). Validation and statuses as tile_softmax.
+ * device (which then needs a driver and a context); for a given arch the heuristic assumes
+ * 132 multiprocessors. Validation and statuses as tile_softmax, plus INVALID_ARGUMENT for a
+ * NULL or too small decision, a pointer_align that is not a power of two, or an arch below
+ * 10. On failure *decision is not written.
  */
 TILE_API tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols,
                                           int64_t ld_y, int64_t ld_x, int32_t pointer_align,
@@ -143,9 +151,10 @@ TILE_API tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_
 
 /*
  * Runs exactly the variant `variant` (an index from tile_variant_find), for tests, tuning and
- * benchmarks. `log_softmax` selects log-softmax. NOT_SUPPORTED when the variant is not a
- * softmax variant or its shape predicate does not hold; MISALIGNED when its alignment does
- * not; ARCH_MISMATCH when the current device is outside its arch range.
+ * benchmarks. `log_softmax` selects log-softmax. INVALID_ARGUMENT for an index out of
+ * range; NOT_SUPPORTED when the variant is not a softmax variant of this dtype or its shape
+ * predicate does not hold; MISALIGNED when its alignment does not; ARCH_MISMATCH when the
+ * current device is outside its arch range; otherwise as tile_softmax.
  */
 TILE_API tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtype dtype,
                                           void *y, const void *x, int64_t rows, int64_t cols,

@@ -24,6 +24,7 @@
     X(cuLibraryGetKernel)        \
     X(cuKernelSetAttribute)      \
     X(cuKernelGetAttribute)      \
+    X(cuKernelGetFunction)       \
     X(cuLaunchKernelEx)          \
     X(cuMemAlloc)                \
     X(cuMemFree)                 \

@@ -8,7 +8,14 @@
 #include "fusedops.h"
 #include "registry.h"
 
+#include <stddef.h>
+
 #define TILE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* Sizes of the public structs as version 1 defined them: callers compiled against v1 pass
+ * these, and must keep working when fields are appended. */
+#define TILE_VARIANT_INFO_V1_SIZE (offsetof(tile_variant_info, params) + sizeof(const char *))
+#define TILE_DECISION_V1_SIZE (offsetof(tile_decision, reason) + 256)
 
 /* Records the message as this thread's tile_last_error() and returns `status`. */
 tile_status tile_fail(tile_status status, const char *fmt, ...) TILE_PRINTF(2, 3);

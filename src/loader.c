@@ -81,12 +81,18 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     out->ordinal = ordinal;
     out->arch = major * 10 + minor;
     out->sm_count = sms;
-    /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it. */
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *v = &tile_registry[i];
-        if (v->smem_bytes <= 48 * 1024 || out->arch < v->arch_min ||
-            (v->arch_max && out->arch > v->arch_max))
-            continue;
+        if (out->arch < v->arch_min || (v->arch_max && out->arch > v->arch_max)) continue;
+        /* Load the kernel into the current context now rather than at its first launch, which
+         * may happen inside a stream capture (older drivers cannot load there). */
+        CUfunction function;
+        r = d->cuKernelGetFunction(&function, kernels[i]);
+        if (r != CUDA_SUCCESS)
+            return tile_fail(TILE_STATUS_CUDA_ERROR, "cuKernelGetFunction(%s) failed with %s",
+                             v->name, tile_driver_error_name(r));
+        /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it. */
+        if (v->smem_bytes <= 48 * 1024) continue;
         r = d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                     v->smem_bytes, kernels[i], ordinal);
         if (r != CUDA_SUCCESS)

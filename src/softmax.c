@@ -59,16 +59,17 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
     if (!tile_variant_eligible(v, &p, &why)) {
         if (!strcmp(why, "arch"))
             return tile_fail(TILE_STATUS_ARCH_MISMATCH,
-                             "tile_softmax_variant: %s runs on sm_%d..%s, this device is sm_%d",
-                             v->name, v->arch_min, v->arch_max ? "" : "any", device->arch);
+                             "tile_softmax_variant: %s runs on sm_%d to sm_%d (0: any newer), "
+                             "this device is sm_%d",
+                             v->name, v->arch_min, v->arch_max, device->arch);
         if (!strcmp(why, "alignment"))
             return tile_fail(TILE_STATUS_MISALIGNED,
                              "tile_softmax_variant: %s needs %d-byte aligned pointers and row "
                              "strides; these are aligned to %d",
                              v->name, v->align_bytes, align);
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "tile_softmax_variant: %s does not take this problem (%s: %s %s, "
-                         "%lld columns, at most %lld)",
+                         "tile_softmax_variant: %s does not take this problem (%s: it is %s %s, "
+                         "%lld columns given, at most %lld)",
                          v->name, why, v->op, tile_dtype_string(v->dtype), (long long)cols,
                          (long long)v->max_cols);
     }
@@ -80,7 +81,7 @@ tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, i
                                  tile_decision *decision) {
     tile_begin_call();
     if (!decision) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "tile_softmax_explain: decision is NULL");
-    if (decision->struct_size < sizeof(tile_decision))
+    if (decision->struct_size < TILE_DECISION_V1_SIZE)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "tile_softmax_explain: decision->struct_size is %zu; set it to "
                          "sizeof(tile_decision) (%zu)",
@@ -108,5 +109,10 @@ tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, i
                          arch);
     }
     tile_problem p = {"softmax", dtype, rows, cols, align, arch, sm_count};
-    return tile_dispatch(&p, decision);
+    tile_decision d = {.struct_size = sizeof d};
+    if ((s = tile_dispatch(&p, &d)) != TILE_STATUS_SUCCESS) return s;
+    const size_t size = decision->struct_size; /* copy only what the caller's struct holds */
+    memcpy(decision, &d, size < sizeof d ? size : sizeof d);
+    decision->struct_size = size;
+    return TILE_STATUS_SUCCESS;
 }

@@ -44,7 +44,7 @@ size_t tile_dtype_size(tile_dtype dtype) {
     return (unsigned)dtype < TILE_DTYPE_COUNT_ ? dtype_sizes[dtype] : 0;
 }
 
-static const char *const rule_strings[] = {"forced", "tuned", "nearest", "heuristic"};
+static const char *const rule_strings[] = {"tuned", "nearest", "heuristic"};
 _Static_assert(sizeof rule_strings / sizeof *rule_strings == TILE_RULE_COUNT_, "one per rule");
 
 const char *tile_rule_string(tile_rule rule) {

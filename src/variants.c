@@ -8,13 +8,14 @@ int32_t tile_variant_count(void) { return tile_registry_count; }
 tile_status tile_variant_get(int32_t index, tile_variant_info *info) {
     tile_begin_call();
     if (!info) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "info is NULL");
-    if (info->struct_size < sizeof(tile_variant_info))
+    if (info->struct_size < TILE_VARIANT_INFO_V1_SIZE)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "info->struct_size is %zu; set it to sizeof(tile_variant_info) (%zu)",
                          info->struct_size, sizeof(tile_variant_info));
     if (index < 0 || index >= tile_registry_count)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "index %d is outside [0, %d)", index,
                          tile_registry_count);
+    /* Fields appended after version 1 are written only when info->struct_size covers them. */
     const tile_variant *v = &tile_registry[index];
     info->name = v->name;
     info->op = v->op;

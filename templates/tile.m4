@@ -60,6 +60,10 @@ m4_define(<|TILE_END_FOR|>, <|}|>)
 m4_define(<|TILE_MAP|>, <|TILE_ARGS(<|TILE_MAP|>, <|$3|>, 3)m4_dnl
 const auto $1 = tile::map($2, [&](float v) { return $3; })|>)
 
+# TILE_APPLY(t, expr): t = expr applied in place to every element v of t (no new registers).
+m4_define(<|TILE_APPLY|>, <|TILE_ARGS(<|TILE_APPLY|>, <|$2|>, 2)m4_dnl
+tile::apply($1, [&](float v) { return $2; })|>)
+
 # ---------------------------------------------------------------------------- reductions
 # TILE_ROW_MAX(m, L, t) / TILE_ROW_SUM(s, L, t): m = max over the row of t, s = its sum; every
 # element of the row gets the same value. Collective: the whole program calls it.
@@ -78,7 +82,9 @@ const float $1 = $1_$2.m, $2 = $1_$2.s|>)
 
 # ---------------------------------------------------------------------------- math
 # exp and log as the tile language computes them (SFU approximations, fp32).
+# TILE_EXP_SUB(a, b) is exp(a - b) in one FFMA and one MUFU.EX2 (prefer it inside maps).
 m4_define(<|TILE_EXP|>, <|tile::exp($1)|>)
+m4_define(<|TILE_EXP_SUB|>, <|TILE_ARGS(<|TILE_EXP_SUB|>, <|$2|>, 2)tile::exp_sub($1, $2)|>)
 m4_define(<|TILE_LOG|>, <|tile::log($1)|>)
 
 m4_changecom()m4_divert(0)m4_dnl

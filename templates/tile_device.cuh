@@ -34,10 +34,17 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
 }
 
 // exp via the SFU's base-2 exponential: one FMUL + MUFU.EX2 (relative error ~2^-22).
-__device__ __forceinline__ float exp(float x) {
+__device__ __forceinline__ float exp2_approx(float x) {
     float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+}
+constexpr float LOG2E = 1.4426950408889634f;
+__device__ __forceinline__ float exp(float x) { return exp2_approx(x * LOG2E); }
+// exp(a - b) as one FFMA (a*log2e - b*log2e; the b term is hoisted out of tile loops) and
+// one MUFU.EX2, rather than FADD + FMUL + MUFU.
+__device__ __forceinline__ float exp_sub(float a, float b) {
+    return exp2_approx(__fmaf_rn(a, LOG2E, -b * LOG2E));
 }
 __device__ __forceinline__ float log(float x) { return __logf(x); }
 
@@ -146,6 +153,14 @@ __device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, in
 }
 
 // ------------------------------------------------------------------------------ maps
+// In place: a = f(a). Softmax keeps exp(x - max) in the registers that held x.
+template <typename L, typename F> __device__ __forceinline__ void apply(frag<L> &a, F f) {
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) a.v[i][k] = f(a.v[i][k]);
+}
+
 template <typename L, typename F> __device__ __forceinline__ frag<L> map(const frag<L> &a, F f) {
     frag<L> r;
 #pragma unroll
@@ -243,7 +258,7 @@ template <typename L> __device__ __forceinline__ online online_update(online acc
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++)
 #pragma unroll
-        for (int k = 0; k < L::VEC; k++) s += tile::exp(t.v[i][k] - m);
+        for (int k = 0; k < L::VEC; k++) s += tile::exp_sub(t.v[i][k], m);
     return online{m, s};
 }
 

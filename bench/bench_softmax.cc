@@ -1,0 +1,366 @@
+// bench_softmax: tile_softmax and tile_log_softmax under Google Benchmark, timed with CUDA
+// events (manual time), reported as GB/s and as a fraction of the device's measured copy
+// bandwidth. See bench/README.md.
+//
+//   bench_softmax [--variant=NAME] [--shapes=RxC,...] [--benchmark_* flags]
+//   FUSEDOPS_BENCH_VARIANT=NAME, FUSEDOPS_BENCH_SHAPES=RxC,...  (the same, from the environment)
+//
+// Exit codes: 0 all benchmarks ran and gave correct results, 1 a call failed or gave wrong
+// results, 2 usage, 77 no GPU (ctest SKIP_RETURN_CODE).
+//
+// How one benchmark iteration is timed: an event pair around a batch of `batch` back-to-back
+// launches on one stream, each on the next of `copies` input/output buffer pairs, and the
+// elapsed time divided by `batch`. One event pair per launch would add the event and launch
+// gap (a few microseconds) to kernels that themselves take 5-10 us on the small shapes; a
+// batch leaves only one gap, at its start, and the host enqueues the rest while the GPU runs,
+// as it does for a caller that launches back to back. The batch moves about 4 GB, so that gap
+// is under 1% of it. Rotating the buffers (at least 256 MiB and 3x L2 in all, at most 8 pairs)
+// means each launch reads input that the previous launches have pushed out of L2.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_gpu.h"
+#include "fusedops.h"
+
+namespace {
+
+struct Shape {
+    int64_t rows, cols;
+};
+
+// Keep in step with SHAPES in bench/vs_torch.py.
+const Shape kShapes[] = {
+    {4096, 1024},  {8192, 2048},   {4096, 4096},   {8192, 8192},
+    {32768, 4096}, {2048, 16384},  {1024, 32768},  {1024, 65536},
+    {1024, 131072},
+    {32, 1 << 20}, {4, 1 << 20},  // vocabulary-sized rows: few programs unless a row is split
+    {128, 128256},                // Llama 3 vocabulary: a width that is not a power of two
+};
+// log_softmax on a few shapes only: its cost differs from softmax by one log per row.
+const Shape kLogShapes[] = {{4096, 4096}, {1024, 32768}, {32, 1 << 20}};
+
+constexpr int kMaxCopies = 8;
+constexpr int kMaxBatch = 256;
+
+struct Bench {
+    bench_gpu_info gpu;
+    double copy_gbps = 0;
+    int32_t forced = -1;  // tile_softmax_variant index, or -1: the dispatcher picks
+    std::string forced_name;
+    bool failed = false;  // a call failed or gave wrong results: exit 1
+};
+Bench g;
+
+void *as_ptr(uint64_t p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); }
+
+// The buffers of the last (dtype, shape) benchmarked; benchmarks are registered so that those
+// of one dtype and shape run one after another and share them.
+struct Buffers {
+    tile_dtype dtype = TILE_DTYPE_F32;
+    int64_t rows = 0, cols = 0;
+    size_t bytes = 0;  // one x (or y): rows * cols elements
+    int copies = 0;
+    uint64_t x[kMaxCopies] = {}, y[kMaxCopies] = {};
+    std::vector<float> x_first, x_last;  // rows 0 and rows-1 of x, as the GPU sees them
+    uint64_t next = 0;                   // the pair the next launch uses
+};
+Buffers g_buf;
+
+void release_buffers() {
+    for (int i = 0; i < g_buf.copies; i++) {
+        bench_free(g_buf.x[i]);
+        bench_free(g_buf.y[i]);
+    }
+    g_buf = Buffers();
+}
+
+void prepare_buffers(tile_dtype dtype, Shape s) {
+    if (g_buf.copies && g_buf.dtype == dtype && g_buf.rows == s.rows && g_buf.cols == s.cols)
+        return;
+    release_buffers();
+    const size_t n = static_cast<size_t>(s.rows * s.cols), elem = bench_dtype_size(dtype);
+    Buffers &b = g_buf;
+    b.dtype = dtype;
+    b.rows = s.rows;
+    b.cols = s.cols;
+    b.bytes = n * elem;
+    const double target = std::max(256.0 * (1 << 20), 3.0 * static_cast<double>(g.gpu.l2_bytes));
+    b.copies = static_cast<int>(std::ceil(target / (2.0 * static_cast<double>(b.bytes))));
+    b.copies = std::min(std::max(b.copies, 1), kMaxCopies);
+
+    // Uniform in [-8, 8): no zeros to flatter anything, exp() spans about 7 decades.
+    std::vector<unsigned char> packed(b.bytes);
+    bench_random(dtype, packed.data(), n, 0x5eed0000u + static_cast<uint64_t>(s.cols), -8.0f, 8.0f);
+    b.x_first.resize(static_cast<size_t>(s.cols));
+    b.x_last.resize(static_cast<size_t>(s.cols));
+    bench_unpack(dtype, b.x_first.data(), packed.data(), b.x_first.size());
+    bench_unpack(dtype, b.x_last.data(), packed.data() + (n - static_cast<size_t>(s.cols)) * elem,
+                 b.x_last.size());
+    for (int i = 0; i < b.copies; i++) {
+        b.x[i] = bench_alloc(b.bytes);
+        b.y[i] = bench_alloc(b.bytes);
+        if (i == 0) bench_upload(b.x[0], packed.data(), b.bytes);
+        else bench_copy(b.x[i], b.x[0], b.bytes);
+    }
+    bench_sync();
+}
+
+// Rows 0 and rows-1 of y[0] against the float64 reference. Returns false with the reason.
+bool check_rows(int log_softmax, std::string *why) {
+    const Buffers &b = g_buf;
+    const size_t cols = static_cast<size_t>(b.cols), elem = bench_dtype_size(b.dtype);
+    std::vector<unsigned char> raw(cols * elem);
+    for (int last = 0; last < 2; last++) {
+        const int64_t r = last ? b.rows - 1 : 0;
+        bench_download(raw.data(), b.y[0] + static_cast<size_t>(r) * cols * elem, cols * elem);
+        char label[96];
+        std::snprintf(label, sizeof label, "%s %s %" PRId64 "x%" PRId64 " row %" PRId64,
+                      log_softmax ? "log_softmax" : "softmax", tile_dtype_string(b.dtype), b.rows,
+                      b.cols, r);
+        double err = 0;
+        const int64_t bad = bench_check_row(b.dtype, log_softmax,
+                                            last ? b.x_last.data() : b.x_first.data(), raw.data(),
+                                            b.cols, label, &err);
+        if (bad) {
+            char msg[160];
+            std::snprintf(msg, sizeof msg, "wrong results: %" PRId64 " mismatches in row %" PRId64
+                          " (max abs error %.3g)", bad, r, err);
+            *why = msg;
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string variant_name(int32_t index) {
+    tile_variant_info info{};
+    info.struct_size = sizeof info;
+    return tile_variant_get(index, &info) == TILE_STATUS_SUCCESS ? info.name : "?";
+}
+
+std::string status_message(tile_status s) {
+    return std::string(tile_status_string(s)) + ": " + tile_last_error();
+}
+
+void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_softmax) {
+    prepare_buffers(dtype, shape);
+    Buffers &b = g_buf;
+    const double traffic = 2.0 * static_cast<double>(b.bytes);  // reads x once, writes y once
+    const int batch = static_cast<int>(
+        std::min<double>(kMaxBatch, std::max(2.0, std::ceil(4e9 / traffic))));
+
+    std::string label;
+    if (g.forced >= 0) {
+        label = g.forced_name;
+    } else {
+        tile_decision d{};
+        d.struct_size = sizeof d;
+        tile_status s = tile_softmax_explain(dtype, b.rows, b.cols, b.cols, b.cols, 256, 0, &d);
+        if (s != TILE_STATUS_SUCCESS) {
+            g.failed = true;
+            state.SkipWithError(("tile_softmax_explain: " + status_message(s)).c_str());
+            return;
+        }
+        label = variant_name(d.variant);
+    }
+
+    auto launch = [&]() {
+        const int k = static_cast<int>(b.next++ % static_cast<uint64_t>(b.copies));
+        void *y = as_ptr(b.y[k]);
+        const void *x = as_ptr(b.x[k]);
+        if (g.forced >= 0)
+            return tile_softmax_variant(g.forced, log_softmax, dtype, y, x, b.rows, b.cols, b.cols,
+                                        b.cols, nullptr);
+        return (log_softmax ? tile_log_softmax : tile_softmax)(dtype, y, x, b.rows, b.cols, b.cols,
+                                                               b.cols, nullptr);
+    };
+
+    // Warm-up (the first call also loads the kernels) over every pair, outputs poisoned first
+    // (0xff bytes are NaN in every dtype), then a check that the output is softmax at all.
+    for (int i = 0; i < b.copies; i++) bench_memset(b.y[i], 0xff, b.bytes);
+    for (int i = 0; i < b.copies; i++) {
+        const tile_status s = launch();
+        if (s != TILE_STATUS_SUCCESS) {
+            g.failed = true;
+            state.SkipWithError(status_message(s).c_str());
+            return;
+        }
+    }
+    bench_sync();
+    b.next = 0;
+    std::string why;
+    if (!check_rows(log_softmax, &why)) {
+        g.failed = true;
+        state.SkipWithError((label + ": " + why).c_str());
+        return;
+    }
+
+    double seconds = 0;  // GPU time of the launches timed, summed
+    bool ok = true;
+    for (auto _ : state) {
+        bench_timer_start();
+        tile_status s = TILE_STATUS_SUCCESS;
+        for (int i = 0; i < batch && s == TILE_STATUS_SUCCESS; i++) s = launch();
+        const float ms = bench_timer_stop();
+        if (s != TILE_STATUS_SUCCESS) {
+            g.failed = true;
+            ok = false;
+            state.SkipWithError(status_message(s).c_str());
+            break;
+        }
+        const double per_launch = 1e-3 * static_cast<double>(ms) / batch;
+        state.SetIterationTime(per_launch);
+        seconds += per_launch;
+    }
+    if (!ok) return;
+
+    const double iters = static_cast<double>(state.iterations());
+    state.SetBytesProcessed(static_cast<int64_t>(traffic) * state.iterations());
+    const double gbs = seconds > 0 ? traffic * iters / seconds / 1e9 : 0;
+    state.counters["GB/s"] = gbs;
+    state.counters["frac_copy"] = g.copy_gbps > 0 ? gbs / g.copy_gbps : 0;
+    state.counters["batch"] = batch;
+    state.counters["copies"] = b.copies;
+    state.SetLabel(label);
+}
+
+void add_context(size_t copy_bytes) {
+    char buf[64];
+    benchmark::AddCustomContext("gpu", g.gpu.name);
+    std::snprintf(buf, sizeof buf, "%d.%d", g.gpu.arch / 10, g.gpu.arch % 10);
+    benchmark::AddCustomContext("gpu_compute_capability", buf);
+    std::snprintf(buf, sizeof buf, "%d.%d", g.gpu.driver_version / 1000,
+                  g.gpu.driver_version % 1000 / 10);
+    benchmark::AddCustomContext("cuda_driver_version", buf);
+    benchmark::AddCustomContext("gpu_sm_count", std::to_string(g.gpu.sm_count));
+    benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(g.gpu.l2_bytes));
+    std::snprintf(buf, sizeof buf, "%.1f", g.gpu.dram_nominal_gbps);
+    benchmark::AddCustomContext("dram_nominal_gbps", buf);
+    std::snprintf(buf, sizeof buf, "%.1f", g.copy_gbps);
+    benchmark::AddCustomContext("copy_gbps", buf);
+    benchmark::AddCustomContext("copy_bytes", std::to_string(copy_bytes));
+    const int32_t v = tile_version();
+    std::snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+    benchmark::AddCustomContext("libfusedops_version", buf);
+    benchmark::AddCustomContext("libfusedops_variants", std::to_string(tile_variant_count()));
+    benchmark::AddCustomContext("forced_variant", g.forced >= 0 ? g.forced_name : "none");
+}
+
+void print_help() {
+    benchmark::PrintDefaultHelp();
+    std::fprintf(stdout,
+                 "bench_softmax options:\n"
+                 "  [--variant=NAME]     time this variant (tile_softmax_variant) instead of the\n"
+                 "                       dispatcher's pick; env FUSEDOPS_BENCH_VARIANT\n"
+                 "  [--shapes=RxC,...]   these shapes, softmax and log_softmax, instead of the\n"
+                 "                       built-in list; env FUSEDOPS_BENCH_SHAPES\n"
+                 "Exit: 0 ok, 1 a call failed or gave wrong results, 2 usage, 77 no GPU.\n");
+}
+
+bool parse_shapes(const char *text, std::vector<Shape> *out) {
+    out->clear();
+    std::string s(text);
+    size_t at = 0;
+    while (at <= s.size()) {
+        const size_t comma = std::min(s.find(',', at), s.size());
+        const std::string item = s.substr(at, comma - at);
+        long long r = 0, c = 0;
+        char tail;
+        if (std::sscanf(item.c_str(), "%lldx%lld%c", &r, &c, &tail) != 2 || r < 1 || c < 1)
+            return false;
+        out->push_back({r, c});
+        at = comma + 1;
+    }
+    return !out->empty();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    benchmark::Initialize(&argc, argv, print_help);
+    const char *variant = std::getenv("FUSEDOPS_BENCH_VARIANT");
+    const char *shapes_text = std::getenv("FUSEDOPS_BENCH_SHAPES");
+    int kept = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!std::strncmp(argv[i], "--variant=", 10)) variant = argv[i] + 10;
+        else if (!std::strncmp(argv[i], "--shapes=", 9)) shapes_text = argv[i] + 9;
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+    std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+    std::vector<Shape> log_shapes(std::begin(kLogShapes), std::end(kLogShapes));
+    if (shapes_text && *shapes_text) {
+        if (!parse_shapes(shapes_text, &shapes)) {
+            std::fprintf(stderr, "bench_softmax: --shapes is ROWSxCOLS[,ROWSxCOLS...], got '%s'\n",
+                         shapes_text);
+            return 2;
+        }
+        log_shapes = shapes;
+    }
+    tile_variant_info forced{};
+    forced.struct_size = sizeof forced;
+    if (variant && *variant) {
+        g.forced = tile_variant_find(variant);
+        if (g.forced < 0 || tile_variant_get(g.forced, &forced) != TILE_STATUS_SUCCESS ||
+            std::strcmp(forced.op, "softmax")) {
+            std::fprintf(stderr, "bench_softmax: no softmax variant '%s' (see `fusedops list`)\n",
+                         variant);
+            return 2;
+        }
+        g.forced_name = forced.name;
+    }
+
+    const char *why = "";
+    if (bench_gpu_open(&g.gpu, &why) != 0) {
+        std::printf("SKIP: no GPU: %s\n", why);
+        return 77;  // ctest SKIP_RETURN_CODE
+    }
+    if (g.forced >= 0 && (g.gpu.arch < forced.arch_min ||
+                          (forced.arch_max && g.gpu.arch > forced.arch_max))) {
+        std::fprintf(stderr, "bench_softmax: %s runs on sm_%d..%s; this GPU is sm_%d\n",
+                     forced.name, forced.arch_min,
+                     forced.arch_max ? std::to_string(forced.arch_max).c_str() : "", g.gpu.arch);
+        return 1;
+    }
+    size_t copy_bytes = 0;
+    g.copy_gbps = bench_copy_gbps(&copy_bytes);
+    add_context(copy_bytes);
+
+    // dtype, then shape, then op: benchmarks of one dtype and shape share their buffers.
+    for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {
+        const tile_dtype dtype = static_cast<tile_dtype>(dt);
+        if (g.forced >= 0 && dtype != forced.dtype) continue;
+        for (const Shape &s : shapes) {
+            if (g.forced >= 0 && forced.max_cols && s.cols > forced.max_cols) continue;
+            for (int log = 0; log < 2; log++) {
+                if (log && std::none_of(log_shapes.begin(), log_shapes.end(), [&](const Shape &l) {
+                        return l.rows == s.rows && l.cols == s.cols;
+                    }))
+                    continue;
+                const std::string name = std::string(log ? "log_softmax/" : "softmax/") +
+                                         tile_dtype_string(dtype) + "/" + std::to_string(s.rows) +
+                                         "x" + std::to_string(s.cols);
+                benchmark::RegisterBenchmark(name.c_str(), bm_softmax, dtype, s, log)
+                    ->UseManualTime()
+                    ->Unit(benchmark::kMicrosecond);
+            }
+        }
+    }
+
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    release_buffers();
+    bench_gpu_close();
+    return g.failed ? 1 : 0;
+}

@@ -1,0 +1,522 @@
+/* Dispatch for architectures given by number (tile_softmax_explain with arch != 0: no GPU
+ * needed), and the variant registry. Linked with the static library, so the internal helpers
+ * (src/internal.h) are checked too. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fusedops.h"
+#include "internal.h"
+
+static const tile_dtype dtypes[] = {TILE_DTYPE_F32, TILE_DTYPE_F16, TILE_DTYPE_BF16};
+static const int32_t arches[] = {80, 86, 87, 89, 90, 100, 120};
+/* Architectures the fatbinary holds SASS for (FUSEDOPS_CUDA_TARGETS): other GPUs run the
+ * embedded PTX, which is built for a pre-Hopper target and so has no thread-block clusters. */
+static const int32_t sass_archs[] = {FUSEDOPS_SASS_ARCHS};
+
+typedef struct shape {
+    int64_t rows, cols;
+} shape;
+
+static const shape shapes[] = {
+    {1, 1},          {1, 17},         {1, 32},          {2, 33},       {97, 781},
+    {1823, 781},     {64, 512},       {4096, 4096},     {8192, 8192},  {2, 16384},
+    {1, 65536},      {1, 131073},     {1024, 131072},   {4, 1048576},  {3, (1 << 20) + 7},
+    {1000000, 1},    {100000, 64},    {7, 1000},        {1, 1 << 24},
+};
+
+static size_t elem_size(tile_dtype d) { return d == TILE_DTYPE_F32 ? 4 : 2; }
+
+static int32_t align_of(uint64_t x) {
+    int32_t a = 1;
+    while (a < 256 && x % (uint64_t)(2 * a) == 0) a *= 2;
+    return a;
+}
+
+/* The alignment the library should see: pointers, and for rows > 1 the row strides in bytes. */
+static int32_t expected_align(tile_dtype d, int64_t rows, int64_t ld_y, int64_t ld_x,
+                              int32_t pointer_align) {
+    int32_t a = pointer_align > 256 ? 256 : pointer_align;
+    if (rows > 1) {
+        int32_t s = align_of((uint64_t)ld_y * elem_size(d));
+        int32_t t = align_of((uint64_t)ld_x * elem_size(d));
+        if (s < a) a = s;
+        if (t < a) a = t;
+    }
+    return a;
+}
+
+static int is_cluster_variant(const tile_variant_info *v) {
+    size_t n = strlen(v->name);
+    return v->cluster > 1 || (n > 5 && !strcmp(v->name + n - 5, "_sm90")) ||
+           strstr(v->name, "_c2") || strstr(v->name, "_c4") || strstr(v->name, "_c8");
+}
+
+static int has_sass(int32_t arch) {
+    for (size_t i = 0; i < sizeof sass_archs / sizeof *sass_archs; i++)
+        if (sass_archs[i] == arch) return 1;
+    return 0;
+}
+
+static int arch_holds(const tile_variant_info *v, int32_t arch) {
+    return arch >= v->arch_min && (v->arch_max == 0 || arch <= v->arch_max);
+}
+
+static tile_variant_info get_info(int32_t index) {
+    tile_variant_info v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    assert_int_equal(tile_variant_get(index, &v), TILE_STATUS_SUCCESS);
+    return v;
+}
+
+/* How many variants should be eligible, from the public introspection alone. */
+static int32_t count_eligible(tile_dtype d, int64_t cols, int32_t align, int32_t arch) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < tile_variant_count(); i++) {
+        tile_variant_info v = get_info(i);
+        if (strcmp(v.op, "softmax") || v.dtype != d || !arch_holds(&v, arch)) continue;
+        if (v.max_cols && v.max_cols < cols) continue;
+        if (align % v.align_bytes) continue;
+        n++;
+    }
+    return n;
+}
+
+static tile_decision new_decision(void) {
+    tile_decision d;
+    memset(&d, 0xab, sizeof d);
+    d.struct_size = sizeof d;
+    return d;
+}
+
+/* Explains the problem and checks that the decision is a variant that can run it. */
+static tile_decision check_decision(tile_dtype dt, int64_t rows, int64_t cols, int64_t ld_y,
+                                    int64_t ld_x, int32_t pointer_align, int32_t arch) {
+    tile_decision d = new_decision();
+    tile_status s = tile_softmax_explain(dt, rows, cols, ld_y, ld_x, pointer_align, arch, &d);
+    if (s != TILE_STATUS_SUCCESS)
+        print_error("explain %s %lldx%lld ld %lld/%lld align %d sm_%d: %s: %s\n",
+                    tile_dtype_string(dt), (long long)rows, (long long)cols, (long long)ld_y,
+                    (long long)ld_x, pointer_align, arch, tile_status_string(s),
+                    tile_last_error());
+    assert_int_equal(s, TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_last_error(), "");
+    assert_in_range(d.variant, 0, tile_variant_count() - 1);
+    assert_int_equal(d.arch, arch);
+    assert_true(d.rule == TILE_RULE_TUNED || d.rule == TILE_RULE_NEAREST ||
+                d.rule == TILE_RULE_HEURISTIC);
+    assert_non_null(memchr(d.reason, '\0', sizeof d.reason));
+    assert_true(strlen(d.reason) > 0);
+    /* the reason starts with the rule that decided */
+    assert_true(!strncmp(d.reason, tile_rule_string(d.rule), strlen(tile_rule_string(d.rule))));
+
+    const int32_t align = expected_align(dt, rows, ld_y, ld_x, pointer_align);
+    assert_int_equal(d.eligible, count_eligible(dt, cols, align, arch));
+    assert_true(d.eligible >= 1);
+
+    tile_variant_info v = get_info(d.variant);
+    if (strcmp(v.op, "softmax") || v.dtype != dt || (v.max_cols && v.max_cols < cols) ||
+        !arch_holds(&v, arch) || align % v.align_bytes) {
+        print_error("%s %lldx%lld (align %d) on sm_%d chose %s: max_cols %lld, sm_%d..%d, "
+                    "align %d\n",
+                    tile_dtype_string(dt), (long long)rows, (long long)cols, align, arch, v.name,
+                    (long long)v.max_cols, v.arch_min, v.arch_max, v.align_bytes);
+        fail();
+    }
+    /* the library's own predicate agrees */
+    tile_problem p = {"softmax", dt, rows, cols, align, arch, 0};
+    const char *why = "unset";
+    assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
+    assert_null(why);
+    return d;
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+static void test_every_shape_dtype_arch(void **state) {
+    (void)state;
+    for (size_t a = 0; a < sizeof arches / sizeof *arches; a++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                const shape *sh = &shapes[s];
+                tile_decision d = check_decision(dtypes[t], sh->rows, sh->cols, sh->cols,
+                                                 sh->cols, 16, arches[a]);
+                tile_variant_info v = get_info(d.variant);
+                /* Clusters need sm_90+ and SASS for the arch (the PTX has none). */
+                if (is_cluster_variant(&v) && !(arches[a] >= 90 && has_sass(arches[a]))) {
+                    print_error("sm_%d picked cluster variant %s for %lldx%lld\n", arches[a],
+                                v.name, (long long)sh->rows, (long long)sh->cols);
+                    fail();
+                }
+            }
+}
+
+static void test_sm80_never_clusters(void **state) {
+    (void)state;
+    for (size_t t = 0; t < 3; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int32_t palign = 2; palign <= 256; palign *= 2) {
+                if (dtypes[t] == TILE_DTYPE_F32 && palign < 4) continue;
+                const shape *sh = &shapes[s];
+                tile_decision d = check_decision(dtypes[t], sh->rows, sh->cols, sh->cols + 8,
+                                                 sh->cols, palign, 80);
+                tile_variant_info v = get_info(d.variant);
+                assert_false(is_cluster_variant(&v));
+                assert_int_equal(v.cluster, 1);
+                assert_true(v.arch_min <= 80);
+            }
+}
+
+/* On sm_90 the cluster variants join the candidates for wide rows. */
+static void test_sm90_adds_cluster_candidates(void **state) {
+    (void)state;
+    for (size_t t = 0; t < 3; t++) {
+        tile_decision d80 = check_decision(dtypes[t], 2, 16384, 16384, 16384, 16, 80);
+        tile_decision d90 = check_decision(dtypes[t], 2, 16384, 16384, 16384, 16, 90);
+        assert_true(d90.eligible > d80.eligible);
+        int clusters = 0;
+        for (int32_t i = 0; i < tile_variant_count(); i++) {
+            tile_variant_info v = get_info(i);
+            if (v.dtype == dtypes[t] && is_cluster_variant(&v)) {
+                clusters++;
+                assert_true(v.arch_min >= 90);
+                assert_true(v.cluster > 1);
+            }
+        }
+        assert_true(clusters > 0);
+    }
+}
+
+static void test_old_arch_mismatch(void **state) {
+    (void)state;
+    const int32_t old[] = {70, 75, 10, 79};
+    for (size_t t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+            tile_decision d = new_decision(), copy = d;
+            assert_int_equal(tile_softmax_explain(dtypes[t], 4, 1000, 1000, 1000, 16, old[i], &d),
+                             TILE_STATUS_ARCH_MISMATCH);
+            /* on failure the decision is not written */
+            assert_int_equal(memcmp(&d, &copy, sizeof d), 0);
+            char sm[16];
+            snprintf(sm, sizeof sm, "sm_%d", old[i]);
+            assert_non_null(strstr(tile_last_error(), sm));
+        }
+    /* arch below 10 is not 10*major+minor */
+    tile_decision d = new_decision();
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_F16, 4, 1000, 1000, 1000, 16, 9, &d),
+                     TILE_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(tile_last_error(), "arch"));
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_F16, 4, 1000, 1000, 1000, 16, -90, &d),
+                     TILE_STATUS_INVALID_ARGUMENT);
+}
+
+/* ---------------------------------------------------------------- alignment */
+
+static void test_pointer_alignment(void **state) {
+    (void)state;
+    const int32_t archs[] = {80, 90};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            const shape *sh = &shapes[s];
+            /* 2-byte aligned pointers: f16 and bf16 take the scalar variants */
+            for (int t = 1; t < 3; t++) {
+                tile_decision d = check_decision(dtypes[t], sh->rows, sh->cols, sh->cols,
+                                                 sh->cols, 2, archs[a]);
+                assert_int_equal(get_info(d.variant).align_bytes, 2);
+                d = check_decision(dtypes[t], sh->rows, sh->cols, sh->cols, sh->cols, 4,
+                                   archs[a]);
+                assert_true(get_info(d.variant).align_bytes <= 4);
+                d = check_decision(dtypes[t], sh->rows, sh->cols, sh->cols, sh->cols, 8,
+                                   archs[a]);
+                assert_true(get_info(d.variant).align_bytes <= 8);
+            }
+            tile_decision d = check_decision(TILE_DTYPE_F32, sh->rows, sh->cols, sh->cols,
+                                             sh->cols, 4, archs[a]);
+            assert_int_equal(get_info(d.variant).align_bytes, 4);
+            /* f32 needs at least 4-byte pointers */
+            for (int32_t pa = 1; pa <= 2; pa++) {
+                tile_decision m = new_decision();
+                assert_int_equal(tile_softmax_explain(TILE_DTYPE_F32, sh->rows, sh->cols,
+                                                      sh->cols, sh->cols, pa, archs[a], &m),
+                                 TILE_STATUS_MISALIGNED);
+                assert_true(strlen(tile_last_error()) > 0);
+            }
+            /* f16 needs at least 2-byte pointers */
+            tile_decision m = new_decision();
+            assert_int_equal(tile_softmax_explain(TILE_DTYPE_F16, sh->rows, sh->cols, sh->cols,
+                                                  sh->cols, 1, archs[a], &m),
+                             TILE_STATUS_MISALIGNED);
+            /* huge alignments are capped, not rejected */
+            check_decision(dtypes[s % 3], sh->rows, sh->cols, sh->cols, sh->cols, 1 << 30,
+                           archs[a]);
+        }
+}
+
+static void test_odd_leading_dimension(void **state) {
+    (void)state;
+    const int32_t archs[] = {80, 90};
+    const int64_t rows[] = {2, 97, 1823};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t r = 0; r < 3; r++) {
+            /* bf16/f16 with ld 1001: strides are 2-byte aligned only */
+            for (int t = 1; t < 3; t++) {
+                tile_decision d = check_decision(dtypes[t], rows[r], 1000, 1001, 1001, 16, archs[a]);
+                assert_int_equal(2 % get_info(d.variant).align_bytes, 0);
+                /* one odd stride is enough */
+                d = check_decision(dtypes[t], rows[r], 1000, 1000, 1001, 16, archs[a]);
+                assert_int_equal(2 % get_info(d.variant).align_bytes, 0);
+                d = check_decision(dtypes[t], rows[r], 1000, 1001, 1000, 16, archs[a]);
+                assert_int_equal(2 % get_info(d.variant).align_bytes, 0);
+                /* ld 1004: 8-byte strides */
+                d = check_decision(dtypes[t], rows[r], 1000, 1004, 1004, 16, archs[a]);
+                assert_int_equal(8 % get_info(d.variant).align_bytes, 0);
+                /* a wide odd row still finds a (loop) variant */
+                d = check_decision(dtypes[t], rows[r], 300001, 300001, 300003, 16, archs[a]);
+                assert_int_equal(2 % get_info(d.variant).align_bytes, 0);
+            }
+            tile_decision d = check_decision(TILE_DTYPE_F32, rows[r], 1000, 1001, 1001, 16, archs[a]);
+            assert_int_equal(get_info(d.variant).align_bytes, 4);
+        }
+}
+
+/* A single row has no stride: ld does not change the decision. */
+static void test_single_row_ignores_stride(void **state) {
+    (void)state;
+    const int32_t archs[] = {80, 90};
+    const int64_t widths[] = {1, 17, 781, 1000, 4096, 70001};
+    for (size_t a = 0; a < 2; a++)
+        for (int t = 0; t < 3; t++)
+            for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+                const int64_t c = widths[w];
+                tile_decision even = check_decision(dtypes[t], 1, c, c + 64, c + 64, 16, archs[a]);
+                tile_decision odd = check_decision(dtypes[t], 1, c, c + 1, c + 3, 16, archs[a]);
+                assert_int_equal(odd.variant, even.variant);
+                assert_int_equal(odd.eligible, even.eligible);
+                assert_int_equal(odd.rule, even.rule);
+                /* while two rows with the odd stride lose the 16-byte variants */
+                if (t > 0) {
+                    tile_decision two = check_decision(dtypes[t], 2, c, c + 1, c + 3, 16, archs[a]);
+                    assert_int_equal(get_info(two.variant).align_bytes, 2);
+                }
+            }
+}
+
+/* ---------------------------------------------------------------- determinism and ABI */
+
+static void test_explain_is_deterministic(void **state) {
+    (void)state;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        tile_decision a = check_decision(TILE_DTYPE_BF16, shapes[s].rows, shapes[s].cols,
+                                         shapes[s].cols, shapes[s].cols, 16, 90);
+        tile_decision b = check_decision(TILE_DTYPE_BF16, shapes[s].rows, shapes[s].cols,
+                                         shapes[s].cols, shapes[s].cols, 16, 90);
+        assert_int_equal(a.variant, b.variant);
+        assert_int_equal(a.rule, b.rule);
+        assert_int_equal(a.eligible, b.eligible);
+        assert_string_equal(a.reason, b.reason);
+    }
+}
+
+/* A caller built against a newer header passes a larger struct: accepted. */
+static void test_decision_struct_size(void **state) {
+    (void)state;
+    union {
+        tile_decision d;
+        unsigned char bytes[sizeof(tile_decision) + 64];
+    } big;
+    memset(&big, 0, sizeof big);
+    big.d.struct_size = sizeof big;
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_F32, 8, 100, 100, 100, 16, 80, &big.d),
+                     TILE_STATUS_SUCCESS);
+    assert_true(big.d.variant >= 0);
+    for (size_t i = sizeof(tile_decision); i < sizeof big; i++) assert_int_equal(big.bytes[i], 0);
+
+    tile_decision small = new_decision();
+    small.struct_size = sizeof small - 1;
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_F32, 8, 100, 100, 100, 16, 80, &small),
+                     TILE_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(tile_last_error(), "struct_size"));
+}
+
+/* ---------------------------------------------------------------- the registry */
+
+static void test_registry(void **state) {
+    (void)state;
+    const int32_t n = tile_variant_count();
+    assert_true(n > 0);
+    assert_int_equal(n, tile_registry_count);
+    int per_dtype[3] = {0, 0, 0};
+    for (int32_t i = 0; i < n; i++) {
+        tile_variant_info v = get_info(i);
+        assert_string_equal(tile_last_error(), "");
+        assert_non_null(v.name);
+        assert_non_null(v.op);
+        assert_non_null(v.params);
+        assert_in_range(v.dtype, 0, TILE_DTYPE_COUNT_ - 1);
+        per_dtype[v.dtype]++;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s_%s_", v.op, tile_dtype_string(v.dtype));
+        if (strncmp(v.name, prefix, strlen(prefix))) {
+            print_error("variant %d: %s does not start with %s\n", i, v.name, prefix);
+            fail();
+        }
+        /* a C identifier: it is the kernel's symbol */
+        for (const char *c = v.name; *c; c++)
+            assert_true((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                        (*c >= '0' && *c <= '9') || *c == '_');
+        assert_int_equal(tile_variant_find(v.name), i);
+        for (int32_t j = 0; j < i; j++) {
+            tile_variant_info w = get_info(j);
+            if (!strcmp(v.name, w.name)) {
+                print_error("variants %d and %d are both %s\n", j, i, v.name);
+                fail();
+            }
+        }
+        assert_true(strlen(v.params) > 0);
+        assert_true(v.threads >= 32 && v.threads <= 1024 && v.threads % 32 == 0);
+        assert_true(v.cluster == 1 || v.cluster == 2 || v.cluster == 4 || v.cluster == 8);
+        assert_true(v.smem_bytes >= 0);
+        assert_true(v.max_cols >= 0);
+        /* align: a power of two, at least the element, at most a 16-byte vector */
+        assert_true(v.align_bytes >= (int32_t)elem_size(v.dtype) && v.align_bytes <= 16);
+        assert_int_equal(v.align_bytes & (v.align_bytes - 1), 0);
+        assert_true(v.arch_min >= 80);
+        assert_true(v.arch_max == 0 || v.arch_max >= v.arch_min);
+        if (v.cluster > 1) assert_true(v.arch_min >= 90);
+        /* the internal table says the same */
+        const tile_variant *r = &tile_registry[i];
+        assert_string_equal(r->name, v.name);
+        assert_int_equal(r->threads, v.threads);
+        assert_int_equal(r->max_cols, v.max_cols);
+        assert_int_equal(r->align_bytes, v.align_bytes);
+        assert_true(r->rows_per_program >= 1);
+        assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
+        /* every variant is eligible for some problem: its own width, at its arch */
+        tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
+                          v.arch_min, 0};
+        assert_true(tile_variant_eligible(r, &p, NULL));
+    }
+    for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
+    assert_int_equal(tile_variant_find("no_such_variant"), -1);
+    assert_int_equal(tile_variant_find(""), -1);
+    assert_int_equal(tile_variant_find(NULL), -1);
+}
+
+/* Cluster variants may only be eligible where the fatbinary has SASS with clusters. */
+static void test_cluster_variants_have_code(void **state) {
+    (void)state;
+    for (int32_t i = 0; i < tile_variant_count(); i++) {
+        tile_variant_info v = get_info(i);
+        if (v.cluster <= 1) continue;
+        for (int32_t arch = 80; arch <= 130; arch++) {
+            if (!arch_holds(&v, arch)) continue;
+            if (!has_sass(arch)) {
+                print_error("%s (sm_%d..%d) is eligible on sm_%d, which runs the PTX (no "
+                            "clusters)\n",
+                            v.name, v.arch_min, v.arch_max, arch);
+                fail();
+            }
+        }
+    }
+}
+
+/* Tuned entries win their own bucket. */
+static void test_tuned_table(void **state) {
+    (void)state;
+    for (int32_t i = 0; i < tile_tuned_count; i++) {
+        const tile_tuned_entry *e = &tile_tuned_table[i];
+        assert_in_range(e->variant, 0, tile_registry_count - 1);
+        const tile_variant *v = &tile_registry[e->variant];
+        assert_string_equal(v->op, e->op);
+        assert_int_equal(v->dtype, e->dtype);
+        const int64_t rows = 1LL << e->rows_log2, cols = 1LL << e->cols_log2;
+        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0};
+        if (!tile_variant_eligible(v, &p, NULL)) continue;
+        tile_decision d = check_decision(e->dtype, rows, cols, cols, cols, 16, e->arch);
+        assert_int_equal(d.rule, TILE_RULE_TUNED);
+        int listed = 0;
+        for (int32_t j = 0; j < tile_tuned_count; j++) {
+            const tile_tuned_entry *f = &tile_tuned_table[j];
+            if (f->arch == e->arch && f->dtype == e->dtype && !strcmp(f->op, e->op) &&
+                f->rows_log2 == e->rows_log2 && f->cols_log2 == e->cols_log2 &&
+                f->variant == d.variant)
+                listed = 1;
+        }
+        assert_true(listed);
+    }
+}
+
+/* ---------------------------------------------------------------- internal helpers */
+
+static void test_internal_helpers(void **state) {
+    (void)state;
+    assert_int_equal(tile_alignment_of(0), 256);
+    assert_int_equal(tile_alignment_of(1), 1);
+    assert_int_equal(tile_alignment_of(6), 2);
+    assert_int_equal(tile_alignment_of(48), 16);
+    assert_int_equal(tile_alignment_of(1024), 256);
+    assert_int_equal(tile_alignment_of(UINT64_MAX), 1);
+    assert_int_equal(tile_dtype_size(TILE_DTYPE_F32), 4);
+    assert_int_equal(tile_dtype_size(TILE_DTYPE_F16), 2);
+    assert_int_equal(tile_dtype_size(TILE_DTYPE_BF16), 2);
+    assert_int_equal(tile_dtype_size((tile_dtype)7), 0);
+
+    /* tile_variant_eligible names the predicate that failed */
+    int32_t idx = -1;
+    for (int32_t i = 0; i < tile_registry_count && idx < 0; i++)
+        if (tile_registry[i].max_cols > 0 && tile_registry[i].align_bytes == 16 &&
+            tile_registry[i].arch_min == 80 && tile_registry[i].dtype == TILE_DTYPE_F16)
+            idx = i;
+    assert_true(idx >= 0);
+    const tile_variant *v = &tile_registry[idx];
+    const char *why;
+    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0};
+    assert_true(tile_variant_eligible(v, &p, &why));
+    assert_null(why);
+    p.dtype = TILE_DTYPE_BF16;
+    assert_false(tile_variant_eligible(v, &p, &why));
+    assert_string_equal(why, "another op or dtype");
+    p.dtype = TILE_DTYPE_F16;
+    p.op = "layernorm";
+    assert_false(tile_variant_eligible(v, &p, &why));
+    assert_string_equal(why, "another op or dtype");
+    p.op = "softmax";
+    p.arch = 75;
+    assert_false(tile_variant_eligible(v, &p, &why));
+    assert_string_equal(why, "arch");
+    p.arch = 80;
+    p.cols = v->max_cols + 1;
+    assert_false(tile_variant_eligible(v, &p, &why));
+    assert_string_equal(why, "cols");
+    p.cols = v->max_cols;
+    p.align = 8;
+    assert_false(tile_variant_eligible(v, &p, &why));
+    assert_string_equal(why, "alignment");
+    p.align = 32;
+    assert_true(tile_variant_eligible(v, &p, NULL));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_shape_dtype_arch),
+        cmocka_unit_test(test_sm80_never_clusters),
+        cmocka_unit_test(test_sm90_adds_cluster_candidates),
+        cmocka_unit_test(test_old_arch_mismatch),
+        cmocka_unit_test(test_pointer_alignment),
+        cmocka_unit_test(test_odd_leading_dimension),
+        cmocka_unit_test(test_single_row_ignores_stride),
+        cmocka_unit_test(test_explain_is_deterministic),
+        cmocka_unit_test(test_decision_struct_size),
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_cluster_variants_have_code),
+        cmocka_unit_test(test_tuned_table),
+        cmocka_unit_test(test_internal_helpers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

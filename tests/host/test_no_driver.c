@@ -1,0 +1,127 @@
+/* A machine without a CUDA driver: FUSEDOPS_LIBCUDA names a library that does not exist. The
+ * library still loads and answers TILE_STATUS_NO_DEVICE, with a message about the driver;
+ * what needs no device (explain for a named arch, introspection) keeps working. The driver is
+ * loaded once per process, so this is a program of its own, and the variable is set before
+ * the first library call. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusedops.h"
+
+#define MISSING "/nonexistent/libcuda.so.1"
+
+static _Alignas(256) unsigned char ybuf[4096];
+static _Alignas(256) unsigned char xbuf[4096];
+
+static void assert_untouched(void) {
+    for (size_t i = 0; i < sizeof ybuf; i++)
+        if (ybuf[i] != 0xa5) {
+            print_error("y was written at byte %zu\n", i);
+            fail();
+        }
+}
+
+static void assert_driver_message(void) {
+    const char *e = tile_last_error();
+    if (!strstr(e, "driver") || !strstr(e, MISSING)) {
+        print_error("tile_last_error() \"%s\" should mention the driver and %s\n", e, MISSING);
+        fail();
+    }
+}
+
+static void test_ops_answer_no_device(void **state) {
+    (void)state;
+    for (int round = 0; round < 3; round++) { /* the answer does not change on later calls */
+        for (int t = 0; t < TILE_DTYPE_COUNT_; t++) {
+            assert_int_equal(tile_softmax((tile_dtype)t, ybuf, xbuf, 4, 100, 100, 100, NULL),
+                             TILE_STATUS_NO_DEVICE);
+            assert_driver_message();
+            assert_int_equal(tile_log_softmax((tile_dtype)t, ybuf, xbuf, 1, 7, 7, 7, NULL),
+                             TILE_STATUS_NO_DEVICE);
+            assert_driver_message();
+            /* in place */
+            assert_int_equal(tile_softmax((tile_dtype)t, ybuf, ybuf, 2, 8, 8, 8, NULL),
+                             TILE_STATUS_NO_DEVICE);
+            assert_driver_message();
+        }
+        assert_int_equal(tile_softmax_variant(0, 0, TILE_DTYPE_F32, ybuf, xbuf, 4, 8, 8, 8, NULL),
+                         TILE_STATUS_NO_DEVICE);
+        assert_driver_message();
+        assert_untouched();
+    }
+}
+
+static void test_validation_still_comes_first(void **state) {
+    (void)state;
+    assert_int_equal(tile_softmax(TILE_DTYPE_F32, ybuf, xbuf, 0, 8, 8, 8, NULL),
+                     TILE_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(tile_last_error(), "rows"));
+    assert_int_equal(tile_softmax(TILE_DTYPE_F16, ybuf + 1, xbuf, 4, 8, 8, 8, NULL),
+                     TILE_STATUS_MISALIGNED);
+    assert_int_equal(tile_softmax_variant(-1, 0, TILE_DTYPE_F32, ybuf, xbuf, 4, 8, 8, 8, NULL),
+                     TILE_STATUS_INVALID_ARGUMENT);
+    assert_untouched();
+}
+
+static void test_device_arch(void **state) {
+    (void)state;
+    int32_t arch = -12345;
+    assert_int_equal(tile_device_arch(&arch), TILE_STATUS_NO_DEVICE);
+    assert_driver_message();
+    assert_int_equal(arch, -12345); /* not written */
+}
+
+static void test_explain(void **state) {
+    (void)state;
+    tile_decision d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    /* a named architecture needs no device */
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_BF16, 4096, 4096, 4096, 4096, 16, 90, &d),
+                     TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_last_error(), "");
+    assert_true(d.variant >= 0 && d.variant < tile_variant_count());
+    assert_int_equal(d.arch, 90);
+    assert_true(d.eligible > 0);
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_F32, 3, 17, 17, 17, 4, 80, &d),
+                     TILE_STATUS_SUCCESS);
+    /* the current device's does */
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    assert_int_equal(tile_softmax_explain(TILE_DTYPE_BF16, 4096, 4096, 4096, 4096, 16, 0, &d),
+                     TILE_STATUS_NO_DEVICE);
+    assert_driver_message();
+}
+
+static void test_introspection(void **state) {
+    (void)state;
+    assert_true(tile_variant_count() > 0);
+    tile_variant_info v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    assert_int_equal(tile_variant_get(0, &v), TILE_STATUS_SUCCESS);
+    assert_int_equal(tile_variant_find(v.name), 0);
+    assert_int_equal(tile_version(), TILE_VERSION);
+}
+
+int main(void) {
+    /* before any library call: the driver is looked up once per process */
+    if (setenv("FUSEDOPS_LIBCUDA", MISSING, 1)) return 1;
+    memset(ybuf, 0xa5, sizeof ybuf);
+    memset(xbuf, 0x3c, sizeof xbuf);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ops_answer_no_device),
+        cmocka_unit_test(test_validation_still_comes_first),
+        cmocka_unit_test(test_device_arch),
+        cmocka_unit_test(test_explain),
+        cmocka_unit_test(test_introspection),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
