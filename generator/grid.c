@@ -24,6 +24,7 @@ typedef struct expr_parser {
     char *err;
     size_t err_size;
     int failed;
+    int skipping; /* inside the untaken side of && or ||: parse, but do not fail on values */
 } expr_parser;
 
 static void expr_fail(expr_parser *p, const char *fmt, ...) {
@@ -53,6 +54,11 @@ static int accept(expr_parser *p, const char *token) {
 
 static int64_t parse_or(expr_parser *p, int depth);
 
+/* Wrapping arithmetic: the grid's numbers are small, and a fuzzed grid must not trap. */
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+
 static int64_t parse_primary(expr_parser *p, int depth) {
     skip_space(p);
     if (depth > 64) {
@@ -64,7 +70,7 @@ static int64_t parse_primary(expr_parser *p, int depth) {
         if (!accept(p, ")")) expr_fail(p, "expected ')' at '%s'", p->at);
         return v;
     }
-    if (accept(p, "-")) return -parse_primary(p, depth + 1);
+    if (accept(p, "-")) return wrap_sub(0, parse_primary(p, depth + 1));
     if (accept(p, "!")) return !parse_primary(p, depth + 1);
     if (isdigit((unsigned char)*p->at)) {
         errno = 0;
@@ -88,10 +94,6 @@ static int64_t parse_primary(expr_parser *p, int depth) {
     return 0;
 }
 
-/* Wrapping arithmetic: the grid's numbers are small, and a fuzzed grid must not trap. */
-static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 
 static int64_t parse_mul(expr_parser *p, int depth) {
     int64_t v = parse_primary(p, depth);
@@ -102,6 +104,7 @@ static int64_t parse_mul(expr_parser *p, int depth) {
         if (op == '*') {
             v = wrap_mul(v, r);
         } else if (r == 0 || (v == INT64_MIN && r == -1)) {
+            if (p->skipping) return 0; /* the untaken side of && or || */
             expr_fail(p, "division by zero or overflow");
             return 0;
         } else {
@@ -119,23 +122,35 @@ static int64_t parse_add(expr_parser *p, int depth) {
     }
 }
 
-static int64_t parse_cmp(expr_parser *p, int depth) {
+/* Relational operators bind tighter than equality ones, as in C. */
+static int64_t parse_rel(expr_parser *p, int depth) {
     int64_t v = parse_add(p, depth);
     for (;;) {
         if (accept(p, "<=")) v = v <= parse_add(p, depth);
         else if (accept(p, ">=")) v = v >= parse_add(p, depth);
         else if (accept(p, "<")) v = v < parse_add(p, depth);
         else if (accept(p, ">")) v = v > parse_add(p, depth);
-        else if (accept(p, "==")) v = v == parse_add(p, depth);
-        else if (accept(p, "!=")) v = v != parse_add(p, depth);
         else return v;
     }
 }
 
+static int64_t parse_eq(expr_parser *p, int depth) {
+    int64_t v = parse_rel(p, depth);
+    for (;;) {
+        if (accept(p, "==")) v = v == parse_rel(p, depth);
+        else if (accept(p, "!=")) v = v != parse_rel(p, depth);
+        else return v;
+    }
+}
+
+/* && and || short-circuit as in C: the untaken side is parsed, not evaluated for errors. */
 static int64_t parse_and(expr_parser *p, int depth) {
-    int64_t v = parse_cmp(p, depth);
+    int64_t v = parse_eq(p, depth);
     while (accept(p, "&&")) {
-        int64_t r = parse_cmp(p, depth);
+        int outer = p->skipping;
+        p->skipping |= !v;
+        int64_t r = parse_eq(p, depth);
+        p->skipping = outer;
         v = v && r;
     }
     return v;
@@ -144,7 +159,10 @@ static int64_t parse_and(expr_parser *p, int depth) {
 static int64_t parse_or(expr_parser *p, int depth) {
     int64_t v = parse_and(p, depth);
     while (accept(p, "||")) {
+        int outer = p->skipping;
+        p->skipping |= v != 0;
         int64_t r = parse_and(p, depth);
+        p->skipping = outer;
         v = v || r;
     }
     return v;
@@ -152,7 +170,7 @@ static int64_t parse_or(expr_parser *p, int depth) {
 
 int grid_eval(const char *text, const grid_scope *scope, int64_t *value, char *err,
               size_t err_size) {
-    expr_parser p = {text, scope, err, err_size, 0};
+    expr_parser p = {text, scope, err, err_size, 0, 0};
     int64_t v = parse_or(&p, 0);
     skip_space(&p);
     if (!p.failed && *p.at) expr_fail(&p, "unexpected '%s'", p.at);

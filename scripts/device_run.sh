@@ -20,7 +20,7 @@ if [[ $steps == *" check "* ]]; then
 fi
 if [[ $steps == *" tests "* ]]; then
   for t in "$D"/tests/*; do
-    "$t" >"$OUT/$(basename "$t").log" 2>&1
+    timeout 300 "$t" >"$OUT/$(basename "$t").log" 2>&1
     echo "test $(basename "$t") rc=$? $(tail -1 "$OUT/$(basename "$t").log")" | tee -a "$summary"
   done
 fi
@@ -29,7 +29,7 @@ if [[ $steps == *" tune "* ]]; then
   echo "tune rc=$? $(wc -l <"$OUT/sm_90.tsv") lines" | tee -a "$summary"
 fi
 if [[ $steps == *" verify "* ]]; then
-  fusedops tune --verify --out "$OUT/verify.txt" 2>>"$OUT/tune.log"
+  timeout 200 fusedops tune --verify --out "$OUT/verify.txt" 2>>"$OUT/tune.log"
   tail -1 "$OUT/verify.txt" | tee -a "$summary"
 fi
 if [[ $steps == *" bench "* ]]; then
@@ -46,7 +46,7 @@ if [[ $steps == *" gtest "* ]]; then
   echo "google bench rc=$?" | tee -a "$summary"
 fi
 if [[ $steps == *" torch "* ]]; then
-  PYTHONUNBUFFERED=1 python3 bench/vs_torch.py --lib "$D/lib/libfusedops.so" --json "$OUT/vs_torch.json" \
+  PYTHONUNBUFFERED=1 timeout 330 python3 bench/vs_torch.py --lib "$D/lib/libfusedops.so" --json "$OUT/vs_torch.json" \
     --out "$OUT" >"$OUT/vs_torch.log" 2>&1
   echo "vs_torch rc=$?" | tee -a "$summary"
   tail -45 "$OUT/vs_torch.log"

@@ -53,6 +53,18 @@ tile::store((T *)($1), $2, $3, $4, $5, $6, $7)|>)
 m4_define(<|TILE_FOR_COLUMN_TILES|>, <|TILE_ARGS(<|TILE_FOR_COLUMN_TILES|>, <|$3|>, 3)m4_dnl
 for (int64_t $1 = tile::program_column<$2>(); $1 < ($3); $1 += tile::column_step<$2>()) {|>)
 m4_define(<|TILE_END_FOR|>, <|}|>)
+# TILE_STAGE(s): s = this program's shared-memory stage for its slice of the row (storage dtype;
+# the grid's `set smem` sizes it).
+m4_define(<|TILE_STAGE|>, <|T *const $1 = tile::stage_buffer<T>()|>)
+# TILE_STAGE_COPY(s, L, ptr, row, rows, col0, cols, ld): start copying tile col0 of ptr's row
+# into s (cp.async, 16-byte vectors); TILE_STAGE_WAIT: wait for this thread's copies.
+m4_define(<|TILE_STAGE_COPY|>, <|TILE_ARGS(<|TILE_STAGE_COPY|>, <|$8|>, 8)m4_dnl
+tile::stage_copy<$2>($1, (const T *)($3), $4, $5, $6, $7, $8)|>)
+m4_define(<|TILE_STAGE_WAIT|>, <|tile::stage_wait()|>)
+# TILE_STAGE_LOAD(t, L, s, ptr, row, rows, col0, cols, ld, other): t = tile col0 read back from
+# the stage (ptr for the row's partial last vector), fp32, `other` outside the row.
+m4_define(<|TILE_STAGE_LOAD|>, <|TILE_ARGS(<|TILE_STAGE_LOAD|>, <|$10|>, 10)m4_dnl
+tile::frag<$2> $1; tile::stage_load<$2>($1, $3, (const T *)($4), $5, $6, $7, $8, $9, $10)|>)
 
 # ---------------------------------------------------------------------------- maps
 # TILE_MAP(out, t, expr): out = expr applied to every element v of t (expr reads `v`; quote it

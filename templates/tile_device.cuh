@@ -152,6 +152,70 @@ __device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, in
     }
 }
 
+// ------------------------------------------------------------------------------ staging
+// A row slice staged in shared memory in its storage dtype (the kernel's dynamic shared
+// memory). Tile k of this program (k-th column tile it walks) lives at offset k * BLOCK_N.
+// Each thread stages and later reads back exactly its own vectors, so beyond waiting for its
+// own copies it needs no barrier.
+template <typename T> __device__ __forceinline__ T *stage_buffer() {
+    extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
+    return reinterpret_cast<T *>(tile_dynamic_smem);
+}
+template <typename L> __device__ __forceinline__ int64_t stage_offset(int64_t col0) {
+    return col0 / column_step<L>() * L::BLOCK_N;
+}
+
+// Copies the whole in-bounds vectors of tile col0 to the stage with cp.async (sm_80): 16 bytes
+// each, no registers, all of a program's copies in flight at once. Partial vectors at the row's
+// end are not staged: stage_load reads those from global memory.
+template <typename L, typename T>
+__device__ __forceinline__ void stage_copy(T *stage, const T *base, int64_t row, int64_t rows,
+                                           int64_t col0, int64_t cols, int64_t ld) {
+    static_assert(L::VEC * sizeof(T) == 16, "staging copies 16-byte vectors");
+    if (row >= rows) return;
+    const T *p = base + row * ld + col0;
+    T *s = stage + stage_offset<L>(col0);
+    const int64_t limit = cols - col0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++) {
+        const int c = L::col(i);
+        if (c + L::VEC <= limit) {
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(s + c);
+            asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(dst), "l"(p + c)
+                         : "memory");
+        }
+    }
+}
+__device__ __forceinline__ void stage_wait() {
+    asm volatile("cp.async.commit_group;\n\tcp.async.wait_all;" ::: "memory");
+}
+
+// Tile col0 from the stage (whole vectors) or global memory (the partial vector at the row's
+// end), as fp32; `other` outside the row.
+template <typename L, typename T>
+__device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *base, int64_t row,
+                                           int64_t rows, int64_t col0, int64_t cols, int64_t ld,
+                                           float other) {
+    const bool row_ok = row < rows;
+    const T *s = stage + stage_offset<L>(col0);
+    const T *p = base + row * ld + col0;
+    const int64_t limit = cols - col0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++) {
+        const int c = L::col(i);
+        if (row_ok && c + L::VEC <= limit) {
+            int4 raw = *reinterpret_cast<const int4 *>(s + c);
+            const vec_t<L::VEC, T> w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++)
+                t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------ maps
 // In place: a = f(a). Softmax keeps exp(x - max) in the registers that held x.
 template <typename L, typename F> __device__ __forceinline__ void apply(frag<L> &a, F f) {
