@@ -8,14 +8,15 @@
 // Exit codes: 0 all benchmarks ran and gave correct results, 1 a call failed or gave wrong
 // results, 2 usage, 77 no GPU (ctest SKIP_RETURN_CODE).
 //
-// How one benchmark iteration is timed: an event pair around a batch of `batch` back-to-back
-// launches on one stream, each on the next of `copies` input/output buffer pairs, and the
-// elapsed time divided by `batch`. One event pair per launch would add the event and launch
-// gap (a few microseconds) to kernels that themselves take 5-10 us on the small shapes; a
-// batch leaves only one gap, at its start, and the host enqueues the rest while the GPU runs,
-// as it does for a caller that launches back to back. The batch moves about 4 GB, so that gap
-// is under 1% of it. Rotating the buffers (at least 256 MiB and 3x L2 in all, at most 8 pairs)
-// means each launch reads input that the previous launches have pushed out of L2.
+// How it is timed: an event pair around a batch of `batch` back-to-back launches on one stream,
+// each on the next of `copies` input/output buffer pairs; the batch counts as `batch`
+// iterations, so Time is the batch's time divided by `batch`. One event pair per launch would
+// add the event and launch gap (a few microseconds) to kernels that themselves take 5-10 us on
+// the small shapes; a batch leaves only one gap, at its start, and the host enqueues the rest
+// while the GPU runs, as it does for a caller that launches back to back. The batch moves about
+// 4 GB, so that gap is under 1% of it. Rotating the buffers (at least 256 MiB and 3x L2 in all,
+// at most 8 pairs) means each launch reads input that the previous launches have pushed out of
+// L2.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -204,9 +205,11 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
         return;
     }
 
+    // KeepRunningBatch counts each batch as `batch` iterations and SetIterationTime gives the
+    // batch's time, so Time is per launch while --benchmark_min_time stays wall time.
     double seconds = 0;  // GPU time of the launches timed, summed
     bool ok = true;
-    for (auto _ : state) {
+    while (state.KeepRunningBatch(batch)) {
         bench_timer_start();
         tile_status s = TILE_STATUS_SUCCESS;
         for (int i = 0; i < batch && s == TILE_STATUS_SUCCESS; i++) s = launch();
@@ -217,9 +220,8 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
             state.SkipWithError(status_message(s).c_str());
             break;
         }
-        const double per_launch = 1e-3 * static_cast<double>(ms) / batch;
-        state.SetIterationTime(per_launch);
-        seconds += per_launch;
+        state.SetIterationTime(1e-3 * static_cast<double>(ms));
+        seconds += 1e-3 * static_cast<double>(ms);
     }
     if (!ok) return;
 

@@ -416,7 +416,8 @@ def run_case(args, lib, timer, ceiling, l2_bytes, op, dtype_name, rows, cols):
                     best = (kind, ms, ok, err)
             except Exception as e:  # noqa: BLE001
                 res[f"triton_{kind}_ms"] = None
-                log(f"    triton ({kind}): n/a ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+                first = str(e).splitlines()[0][:200] if str(e) else ""
+                log(f"    triton ({kind}): n/a ({type(e).__name__}: {first})")
         if best is None:
             res["providers"]["triton"] = {"ms": None, "error": "no Triton kernel ran"}
         else:
@@ -528,7 +529,8 @@ def main():
 
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    if any(d not in DTYPES for d in dtypes) or any(o not in ("softmax", "log_softmax") for o in ops):
+    if any(d not in DTYPES for d in dtypes) or any(o not in ("softmax", "log_softmax")
+                                                   for o in ops):
         ap.error("--dtypes takes f32,f16,bf16; --ops takes softmax,log_softmax")
     shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     if not torch.cuda.is_available():

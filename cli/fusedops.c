@@ -8,7 +8,7 @@
  *                                                every variant vs a float64 CPU reference
  *   fusedops bench softmax --dtype D --shape RxC [--variant NAME] [--log] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
- *   fusedops tune [--dtype D] [--out FILE] [--verify]
+ *   fusedops tune [--dtype D] [--out FILE] [--verify] [--min-cols N]
  *                                                time every eligible variant over a shape grid
  *                                                and write the winners (autotune_results/)
  *   fusedops version
@@ -43,7 +43,7 @@ static int usage(const char *msg) {
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench softmax --dtype D --shape ROWSxCOLS [--variant NAME] [--log] "
           "[--iters N]\n"
-          "  fusedops tune [--dtype D] [--out FILE] [--verify]\n"
+          "  fusedops tune [--dtype D] [--out FILE] [--verify] [--min-cols N]\n"
           "  fusedops version\n",
           stderr);
     return EXIT_USAGE;
@@ -363,12 +363,14 @@ static int cmd_tune(int argc, char **argv) {
     options o;
     const char *out_path = NULL;
     int verify = 0;
+    int64_t min_cols = 1;
     /* --out FILE and --verify are tune's own; the rest are the common options. */
     char *rest[64];
     int nrest = 0;
     for (int i = 0; i < argc && nrest < 64; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--verify")) verify = 1;
+        else if (!strcmp(argv[i], "--min-cols") && i + 1 < argc) min_cols = atoll(argv[++i]);
         else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
@@ -402,7 +404,7 @@ static int cmd_tune(int argc, char **argv) {
                 rows = tune_rows[si / 16];
                 cols = (int64_t)1 << (5 + si % 16);
             }
-            if (rows * cols > ((int64_t)1 << 26)) continue; /* keeps the tuning run short */
+            if (rows * cols > ((int64_t)1 << 26) || cols < min_cols) continue; /* keeps it short */
             bench_buffers b;
             buffers_alloc(&gpu, dtype, rows, cols, &b);
             const int batch = batch_for(b.bytes);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "grid.h"
+#include "tuning_parse.h"
 
 /* ---------------------------------------------------------------- growable text */
 
@@ -229,15 +230,6 @@ static int find_row(const gen_state *st, const char *name) {
     return -1;
 }
 
-static int ilog2_exact(long long v) {
-    int k = 0;
-    while (v > 1 && (v & 1) == 0) {
-        v >>= 1;
-        k++;
-    }
-    return v == 1 ? k : -1;
-}
-
 /* Appends the entries of one tuned TSV (docs/tuning.md) to *out as C initializers. */
 static void read_tuned(const gen_state *st, const char *path, text *out, int *count) {
     char *data = read_file(path);
@@ -246,39 +238,18 @@ static void read_tuned(const gen_state *st, const char *path, text *out, int *co
         next = strchr(line, '\n');
         if (next) *next++ = '\0';
         line_no++;
-        if (!*line || line[0] == '#' || !strncmp(line, "arch\t", 5)) continue;
-        char *cols[8];
-        int n = 0;
-        for (char *c = line; n < 8; n++) {
-            cols[n] = c;
-            char *tab = strchr(c, '\t');
-            if (!tab) {
-                n++;
-                break;
-            }
-            *tab = '\0';
-            c = tab + 1;
-        }
-        if (n < 5) die("%s:%d: expected at least 5 tab-separated columns", path, line_no);
-        int arch = 0;
-        if (sscanf(cols[0], "sm_%d", &arch) != 1 || arch < 50)
-            die("%s:%d: arch '%s' is not sm_NN", path, line_no, cols[0]);
-        int dtype = -1;
-        for (int i = 0; i < GRID_MAX_DTYPES; i++)
-            if (!strcmp(cols[2], grid_dtype_names[i])) dtype = i;
-        if (dtype < 0) die("%s:%d: unknown dtype '%s'", path, line_no, cols[2]);
-        long long rows = 0, colsv = 0;
-        char tail;
-        if (sscanf(cols[3], "%lldx%lld%c", &rows, &colsv, &tail) != 2 ||
-            ilog2_exact(rows) < 0 || ilog2_exact(colsv) < 0)
-            die("%s:%d: bucket '%s' is not ROWSxCOLS in powers of two", path, line_no, cols[3]);
-        int v = find_row(st, cols[4]);
-        if (v < 0) die("%s:%d: unknown variant '%s'", path, line_no, cols[4]);
-        if (strcmp(st->rows[v].op, cols[1]) || st->rows[v].dtype != dtype)
-            die("%s:%d: variant '%s' is not a %s %s variant", path, line_no, cols[4], cols[1],
-                cols[2]);
-        text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d}, /* %s */\n", arch, cols[1],
-                    dtype, ilog2_exact(rows), ilog2_exact(colsv), v, cols[4]);
+        tuning_line t;
+        char err[256];
+        int r = tuning_parse_line(line, &t, err, sizeof err);
+        if (r < 0) die("%s:%d: %s", path, line_no, err);
+        if (r == 0) continue;
+        int v = find_row(st, t.variant);
+        if (v < 0) die("%s:%d: unknown variant '%s'", path, line_no, t.variant);
+        if (strcmp(st->rows[v].op, t.op) || st->rows[v].dtype != t.dtype)
+            die("%s:%d: variant '%s' is not a %s %s variant", path, line_no, t.variant, t.op,
+                grid_dtype_names[t.dtype]);
+        text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d}, /* %s */\n", t.arch, t.op,
+                    t.dtype, t.rows_log2, t.cols_log2, v, t.variant);
         (*count)++;
     }
     free(data);
@@ -357,12 +328,13 @@ int main(int argc, char **argv) {
         const int64_t *f = r->fields;
         text_printf(&reg,
                     "    {\"%s\", \"%s\", (tile_dtype)%d, %lld, %lld, %lld, %lld, %lldLL, %lld, "
-                    "%lld, %lld, \"%s\"},\n",
+                    "%lld, %lld, %lld, \"%s\"},\n",
                     r->name, r->op, r->dtype, (long long)f[GRID_FIELD_THREADS],
                     (long long)f[GRID_FIELD_ROWS_PER_PROGRAM], (long long)f[GRID_FIELD_CLUSTER],
                     (long long)f[GRID_FIELD_SMEM], (long long)f[GRID_FIELD_MAX_COLS],
                     (long long)f[GRID_FIELD_ALIGN], (long long)f[GRID_FIELD_ARCH_MIN],
-                    (long long)f[GRID_FIELD_ARCH_MAX], r->params);
+                    (long long)f[GRID_FIELD_ARCH_MAX], (long long)f[GRID_FIELD_PERSISTENT],
+                    r->params);
     }
     text_printf(&reg, "};\nconst int32_t tile_registry_count = %d;\n", st.row_count);
     char path[1200];

@@ -25,8 +25,9 @@ if [[ $steps == *" tests "* ]]; then
   done
 fi
 if [[ $steps == *" tune "* ]]; then
-  fusedops tune --out "$OUT/sm_90.tsv" 2>"$OUT/tune.log"
+  fusedops tune --out "$OUT/sm_90.tsv" ${TUNE_ARGS:-} 2>"$OUT/tune.log"
   echo "tune rc=$? $(wc -l <"$OUT/sm_90.tsv") lines" | tee -a "$summary"
+  export FUSEDOPS_TUNING_FILE=$OUT/sm_90.tsv # the steps after this use the fresh winners
 fi
 if [[ $steps == *" verify "* ]]; then
   timeout 200 fusedops tune --verify --out "$OUT/verify.txt" 2>>"$OUT/tune.log"

@@ -25,6 +25,7 @@
     X(cuKernelSetAttribute)      \
     X(cuKernelGetAttribute)      \
     X(cuKernelGetFunction)       \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
     X(cuLaunchKernelEx)          \
     X(cuMemAlloc)                \
     X(cuMemFree)                 \
@@ -47,8 +48,13 @@
     X(cuEventElapsedTime)        \
     X(cuEventDestroy)
 
-typedef struct tile_driver {
+/* In C++ a member may not reuse the name it is typed from; ::name names the function. */
+#ifdef __cplusplus
+#define TILE_DRIVER_MEMBER(name) decltype(&::name) name;
+#else
 #define TILE_DRIVER_MEMBER(name) __typeof__(&name) name;
+#endif
+typedef struct tile_driver {
     TILE_DRIVER_FUNCTIONS(TILE_DRIVER_MEMBER)
 #undef TILE_DRIVER_MEMBER
 } tile_driver;

@@ -1,9 +1,75 @@
 /* Dispatch: eligibility by arch and shape predicate, then the tuned table for the arch
  * (exact bucket, then nearest), then a cost heuristic. */
+#define _GNU_SOURCE /* getline */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "tuning_parse.h"
+
+/* ---------------------------------------------------------------- run-time tuned table */
+/* FUSEDOPS_TUNING_FILE names a table (same format as autotune_results/) loaded once; its
+ * entries take precedence over the compiled ones. A malformed file fails every call that
+ * dispatches, with file:line in the message, rather than being ignored. */
+static pthread_once_t runtime_table_once = PTHREAD_ONCE_INIT;
+static tile_tuned_entry *runtime_table;
+static int32_t runtime_table_count;
+static tile_status runtime_table_status = TILE_STATUS_SUCCESS;
+static char runtime_table_message[384];
+
+static void runtime_table_load(void) {
+    const char *path = getenv("FUSEDOPS_TUNING_FILE");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        runtime_table_status = TILE_STATUS_INVALID_ARGUMENT;
+        snprintf(runtime_table_message, sizeof runtime_table_message,
+                 "FUSEDOPS_TUNING_FILE=%s cannot be opened", path);
+        return;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int line_no = 0, capacity = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        line_no++;
+        tuning_line t;
+        char err[256];
+        int r = tuning_parse_line(line, &t, err, sizeof err);
+        if (r == 0) continue;
+        int32_t v = r > 0 ? tile_variant_find(t.variant) : -1;
+        if (r > 0 && v < 0) {
+            snprintf(err, sizeof err, "unknown variant '%s'", t.variant);
+        } else if (r > 0 && (strcmp(tile_registry[v].op, t.op) ||
+                             (int)tile_registry[v].dtype != t.dtype)) {
+            snprintf(err, sizeof err, "variant '%s' is not a %s %s variant", t.variant, t.op,
+                     tile_dtype_string((tile_dtype)t.dtype));
+            v = -1;
+        }
+        if (v < 0) {
+            runtime_table_status = TILE_STATUS_INVALID_ARGUMENT;
+            snprintf(runtime_table_message, sizeof runtime_table_message,
+                     "FUSEDOPS_TUNING_FILE %s:%d: %s", path, line_no, err);
+            break;
+        }
+        if (runtime_table_count == capacity) {
+            capacity = capacity ? capacity * 2 : 64;
+            tile_tuned_entry *grown = realloc(runtime_table, (size_t)capacity * sizeof *grown);
+            if (!grown) {
+                runtime_table_status = TILE_STATUS_INTERNAL;
+                snprintf(runtime_table_message, sizeof runtime_table_message, "out of memory");
+                break;
+            }
+            runtime_table = grown;
+        }
+        /* op points at the registry's string, which outlives the file's buffer */
+        runtime_table[runtime_table_count++] = (tile_tuned_entry){
+            t.arch, tile_registry[v].op, (tile_dtype)t.dtype, t.rows_log2, t.cols_log2, v};
+    }
+    free(line);
+    fclose(f);
+}
 
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why) {
     const char *reason = NULL;
@@ -26,11 +92,35 @@ static int32_t floor_log2(int64_t x) {
 }
 static int32_t ceil_log2(int64_t x) { return x <= 1 ? 0 : floor_log2(x - 1) + 1; }
 
-/* The tuned table's bucket of a shape: rows rounded down, cols up to a power of two (a
- * variant's capacity is a power of two of columns). */
+/* The tuned table's bucket of a shape: rows to the nearest power of two (in log scale), cols up
+ * to a power of two (a one-pass variant's capacity is a power of two of columns). */
 static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *cols_log2) {
-    *rows_log2 = floor_log2(p->rows);
+    int32_t k = floor_log2(p->rows);
+    /* rows > 2^(k + 1/2)  <=>  rows^2 > 2^(2k + 1); rows < 2^62 here */
+    double r = (double)p->rows;
+    *rows_log2 = r * r > (double)(1LL << k) * (double)(1LL << k) * 2.0 ? k + 1 : k;
     *cols_log2 = ceil_log2(p->cols);
+}
+
+/* Best entry of `table` for p: distance rows + 4 * cols buckets, at most 3 and 1 away; on
+ * equal distance the one with more rows (throughput-bound shapes are the costly ones). */
+static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
+                          int32_t rows_log2, int32_t cols_log2, const tile_tuned_entry **best,
+                          int32_t *best_distance) {
+    for (int32_t i = 0; i < count; i++) {
+        const tile_tuned_entry *e = &table[i];
+        if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
+        if (!tile_variant_eligible(&tile_registry[e->variant], p, NULL)) continue;
+        int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_log2 - cols_log2;
+        int32_t adr = dr < 0 ? -dr : dr, adc = dc < 0 ? -dc : dc;
+        if (adc > 1 || adr > 3) continue;
+        int32_t distance = adr + 4 * adc;
+        if (distance < *best_distance ||
+            (distance == *best_distance && *best && e->rows_log2 > (*best)->rows_log2)) {
+            *best_distance = distance;
+            *best = e;
+        }
+    }
 }
 
 /* Heuristic cost of a row-wise variant (lower is better): how many times the ideal traffic
@@ -91,31 +181,26 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                          (long long)p->cols, p->arch);
     }
 
+    pthread_once(&runtime_table_once, runtime_table_load);
+    if (runtime_table_status != TILE_STATUS_SUCCESS)
+        return tile_fail(runtime_table_status, "%s", runtime_table_message);
     int32_t rows_log2, cols_log2;
     shape_bucket(p, &rows_log2, &cols_log2);
-    int32_t best = -1, best_distance = 1 << 30;
-    for (int32_t i = 0; i < tile_tuned_count; i++) {
-        const tile_tuned_entry *e = &tile_tuned_table[i];
-        if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
-        if (!tile_variant_eligible(&tile_registry[e->variant], p, NULL)) continue;
-        int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_log2 - cols_log2;
-        dr = dr < 0 ? -dr : dr;
-        dc = dc < 0 ? -dc : dc;
-        /* A neighbour one column bucket away is still a good guess; further is not. */
-        if (dc > 1 || dr > 3) continue;
-        int32_t distance = dr + 4 * dc;
-        if (distance < best_distance) {
-            best_distance = distance;
-            best = i;
-        }
-    }
-    if (best >= 0) {
-        const tile_tuned_entry *e = &tile_tuned_table[best];
-        decision->variant = e->variant;
+    const tile_tuned_entry *best = NULL;
+    int32_t best_distance = 1 << 30;
+    /* The run-time table first: on equal distance its entry stands. */
+    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_log2, &best,
+                  &best_distance);
+    const tile_tuned_entry *runtime_best = best;
+    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_log2, &best,
+                  &best_distance);
+    if (best) {
+        decision->variant = best->variant;
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         snprintf(decision->reason, sizeof decision->reason,
-                 "%s: tuned table for sm_%d, bucket %lldx%lld%s", tile_rule_string(decision->rule),
-                 p->arch, 1LL << e->rows_log2, 1LL << e->cols_log2,
+                 "%s: %s table for sm_%d, bucket %lldx%lld%s", tile_rule_string(decision->rule),
+                 best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
+                 1LL << best->rows_log2, 1LL << best->cols_log2,
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)");
         return TILE_STATUS_SUCCESS;
     }
@@ -135,5 +220,31 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
              "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated cost "
              "%.2f among %d eligible",
              p->arch, 1LL << rows_log2, 1LL << cols_log2, best_cost, eligible);
+    return TILE_STATUS_SUCCESS;
+}
+
+/* A launch's decision depends only on these; a small per-thread cache keeps repeated calls
+ * from rescanning the registry and tables (thread-local: no shared state on the hot path). */
+typedef struct cached_decision {
+    const char *op;
+    int64_t rows, cols;
+    int32_t dtype, align, arch, variant;
+} cached_decision;
+static _Thread_local cached_decision decision_cache[16];
+
+tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
+    uint64_t h = (uint64_t)p->rows * 0x9e3779b97f4a7c15ull ^ (uint64_t)p->cols * 0xc2b2ae3d27d4eb4full;
+    h ^= (uint64_t)(p->dtype * 131 + p->align * 7 + p->arch);
+    cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
+    if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
+        c->align == p->align && c->arch == p->arch) {
+        *variant = c->variant;
+        return TILE_STATUS_SUCCESS;
+    }
+    tile_decision d;
+    tile_status s = tile_dispatch(p, &d);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    *c = (cached_decision){p->op, p->rows, p->cols, (int32_t)p->dtype, p->align, p->arch, d.variant};
+    *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

@@ -29,6 +29,7 @@ typedef struct tile_device {
     int32_t ordinal;
     int32_t arch; /* 10*major + minor */
     int32_t sm_count;
+    int32_t *blocks_per_sm; /* per registry entry: resident programs per SM (0: not for this arch) */
 } tile_device;
 tile_status tile_current_device(const tile_device **device);
 
@@ -48,6 +49,10 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
 /* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
  * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);
+
+/* tile_dispatch for launches: the same choice, remembered per thread. p->op must be a string
+ * with static storage (compared by address). */
+tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant);
 
 /* Largest power of two (at most 256) dividing x. */
 int32_t tile_alignment_of(uint64_t x);

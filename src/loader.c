@@ -81,6 +81,8 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     out->ordinal = ordinal;
     out->arch = major * 10 + minor;
     out->sm_count = sms;
+    if (!out->blocks_per_sm) out->blocks_per_sm = calloc((size_t)tile_registry_count, sizeof(int32_t));
+    if (!out->blocks_per_sm) return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *v = &tile_registry[i];
         if (out->arch < v->arch_min || (v->arch_max && out->arch > v->arch_max)) continue;
@@ -91,6 +93,17 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
         if (r != CUDA_SUCCESS)
             return tile_fail(TILE_STATUS_CUDA_ERROR, "cuKernelGetFunction(%s) failed with %s",
                              v->name, tile_driver_error_name(r));
+        /* Persistent variants launch as many programs as stay resident at once. */
+        int blocks = 0;
+        if (v->persistent) {
+            r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function, v->threads,
+                                                               (size_t)v->smem_bytes);
+            if (r != CUDA_SUCCESS || blocks < 1)
+                return tile_fail(TILE_STATUS_CUDA_ERROR,
+                                 "occupancy of %s: %s, %d programs per SM", v->name,
+                                 tile_driver_error_name(r), blocks);
+        }
+        out->blocks_per_sm[i] = blocks;
         /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it. */
         if (v->smem_bytes <= 48 * 1024) continue;
         r = d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -142,6 +155,10 @@ tile_status tile_launch(const tile_device *device, int32_t variant, int64_t prog
                         tile_stream stream, void **args) {
     const tile_variant *v = &tile_registry[variant];
     const tile_driver *d = tile_driver_get(NULL);
+    if (v->persistent) {
+        const int64_t resident = (int64_t)device->sm_count * device->blocks_per_sm[variant];
+        if (programs > resident) programs = resident;
+    }
     int64_t blocks = programs * v->cluster;
     if (programs < 1 || blocks > INT32_MAX)
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,

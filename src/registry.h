@@ -18,6 +18,7 @@ typedef struct tile_variant {
     int32_t align_bytes;
     int32_t arch_min;
     int32_t arch_max; /* 0: open */
+    int32_t persistent; /* programs loop over row blocks: launch at most SMs x occupancy */
     const char *params;
 } tile_variant;
 

@@ -3,6 +3,8 @@
 
 #include "internal.h"
 
+static const char softmax_op[] = "softmax";
+
 static tile_status softmax_launch(const tile_device *device, int32_t variant, int log_softmax,
                                   void *y, const void *x, int64_t rows, int64_t cols, int64_t ld_y,
                                   int64_t ld_x, tile_stream stream) {
@@ -22,11 +24,10 @@ static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype 
     if (s != TILE_STATUS_SUCCESS) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = {"softmax", dtype, rows, cols, align, device->arch, device->sm_count};
-    tile_decision decision;
-    if ((s = tile_dispatch(&p, &decision)) != TILE_STATUS_SUCCESS) return s;
-    return softmax_launch(device, decision.variant, log_softmax, y, x, rows, cols, ld_y, ld_x,
-                          stream);
+    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count};
+    int32_t variant;
+    if ((s = tile_dispatch_cached(&p, &variant)) != TILE_STATUS_SUCCESS) return s;
+    return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);
 }
 
 tile_status tile_softmax(tile_dtype dtype, void *y, const void *x, int64_t rows, int64_t cols,
@@ -54,7 +55,7 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     const tile_variant *v = &tile_registry[variant];
-    tile_problem p = {"softmax", dtype, rows, cols, align, device->arch, device->sm_count};
+    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count};
     const char *why = NULL;
     if (!tile_variant_eligible(v, &p, &why)) {
         if (!strcmp(why, "arch"))
@@ -108,7 +109,7 @@ tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, i
                          "tile_softmax_explain: arch is %d; give 10*major+minor (90 = sm_90) or 0",
                          arch);
     }
-    tile_problem p = {"softmax", dtype, rows, cols, align, arch, sm_count};
+    tile_problem p = {softmax_op, dtype, rows, cols, align, arch, sm_count};
     tile_decision d = {.struct_size = sizeof d};
     if ((s = tile_dispatch(&p, &d)) != TILE_STATUS_SUCCESS) return s;
     const size_t size = decision->struct_size; /* copy only what the caller's struct holds */

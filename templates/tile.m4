@@ -37,6 +37,12 @@ const int64_t $1 = tile::program_row<$2>()|>)
 # TILE_PROGRAM_COLUMN(col0, L): first column of this program's slice of the row.
 m4_define(<|TILE_PROGRAM_COLUMN|>, <|const int64_t $1 = tile::program_column<$2>()|>)
 
+# TILE_FOR_ROW_BLOCKS(row, L, rows) ... TILE_END_FOR: a persistent program walks its row blocks
+# (strided by the grid); `row` advances by TILE_ROW_STRIDE(L) rows each time.
+m4_define(<|TILE_FOR_ROW_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_ROW_BLOCKS|>, <|$3|>, 3)m4_dnl
+for (int64_t $1 = tile::program_row<$2>(); tile::row_block_live<$2>($1, $3); $1 += tile::row_stride<$2>()) {|>)
+m4_define(<|TILE_ROW_STRIDE|>, <|tile::row_stride<$1>()|>)
+
 # ---------------------------------------------------------------------------- memory
 # TILE_LOAD(t, L, ptr, row, rows, col0, cols, ld, other): t = ptr[row, col0 + [0, BLOCK_N)] as
 # fp32, `other` where row >= rows or the column >= cols. 16-byte accesses where VEC allows.
@@ -45,6 +51,12 @@ tile::frag<$2> $1; tile::load<$2, false>($1, (const T *)($3), $4, $5, $6, $7, $8
 # TILE_LOAD_LAST(...): as TILE_LOAD for the last read of the data (evict-first).
 m4_define(<|TILE_LOAD_LAST|>, <|TILE_ARGS(<|TILE_LOAD_LAST|>, <|$9|>, 9)m4_dnl
 tile::frag<$2> $1; tile::load<$2, true>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+# TILE_LOAD_INTO(t, L, ptr, row, rows, col0, cols, ld, other): as TILE_LOAD_LAST into an existing
+# tile t (a prefetch into a second register buffer).
+m4_define(<|TILE_LOAD_INTO|>, <|TILE_ARGS(<|TILE_LOAD_INTO|>, <|$9|>, 9)m4_dnl
+tile::load<$2, true>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+# TILE_COPY(dst, src): dst = a copy of tile src (registers; frees src for the next load).
+m4_define(<|TILE_COPY|>, <|auto $1 = $2|>)
 # TILE_STORE(ptr, t, row, rows, col0, cols, ld): ptr[row, col0 + c] = t[c], in bounds only.
 m4_define(<|TILE_STORE|>, <|TILE_ARGS(<|TILE_STORE|>, <|$7|>, 7)m4_dnl
 tile::store((T *)($1), $2, $3, $4, $5, $6, $7)|>)

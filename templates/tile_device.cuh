@@ -70,6 +70,7 @@ template <int ROWS_, int BLOCK_N_, int THREADS_, int VEC_, int CLUSTER_> struct 
     __device__ static int col(int i) { return (i * TPR + lane()) * VEC; }
     __device__ static int cluster_rank() { return CLUSTER > 1 ? blockIdx.x % CLUSTER : 0; }
     __device__ static int64_t program_id() { return blockIdx.x / CLUSTER; }
+    __device__ static int64_t programs() { return gridDim.x / CLUSTER; }
 };
 
 // A thread's part of a tile: fp32 values, ITERS vectors of VEC.
@@ -80,6 +81,16 @@ template <typename L> struct frag {
 // The first row of the program plus this thread's row within it.
 template <typename L> __device__ __forceinline__ int64_t program_row() {
     return L::program_id() * L::ROWS + L::row_in_program();
+}
+
+// Persistent programs walk row blocks strided by the grid: the next row of this thread, and
+// whether this program's row block starting at `row`'s block is live (uniform over the program,
+// so reductions with barriers may run inside the loop).
+template <typename L> __device__ __forceinline__ int64_t row_stride() {
+    return L::programs() * L::ROWS;
+}
+template <typename L> __device__ __forceinline__ bool row_block_live(int64_t row, int64_t rows) {
+    return row - L::row_in_program() < rows;
 }
 
 // First column of this program's slice of the row: programs of a cluster split it.

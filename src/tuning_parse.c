@@ -1,0 +1,58 @@
+#include "tuning_parse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int exact_log2(long long v) {
+    int k = 0;
+    if (v < 1) return -1;
+    while ((v & 1) == 0) {
+        v >>= 1;
+        k++;
+    }
+    return v == 1 ? k : -1;
+}
+
+int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) {
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\r' || line[n - 1] == '\n')) line[--n] = '\0';
+    if (!n || line[0] == '#' || !strncmp(line, "arch\t", 5)) return 0;
+    char *cols[8];
+    int count = 0;
+    for (char *c = line; c && count < 8;) {
+        cols[count++] = c;
+        c = strchr(c, '\t');
+        if (c) *c++ = '\0';
+    }
+    if (count < 5) {
+        snprintf(err, err_size, "expected at least 5 tab-separated columns, found %d", count);
+        return -1;
+    }
+    int arch = 0;
+    char tail;
+    if (sscanf(cols[0], "sm_%d%c", &arch, &tail) != 1 || arch < 10) {
+        snprintf(err, err_size, "arch '%s' is not sm_NN", cols[0]);
+        return -1;
+    }
+    int dtype = -1;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(cols[2], dtypes[i])) dtype = i;
+    if (dtype < 0) {
+        snprintf(err, err_size, "unknown dtype '%s' (f32, f16, bf16)", cols[2]);
+        return -1;
+    }
+    long long rows = 0, colsv = 0;
+    if (sscanf(cols[3], "%lldx%lld%c", &rows, &colsv, &tail) != 2 || exact_log2(rows) < 0 ||
+        exact_log2(colsv) < 0) {
+        snprintf(err, err_size, "bucket '%s' is not ROWSxCOLS in powers of two", cols[3]);
+        return -1;
+    }
+    out->arch = arch;
+    out->op = cols[1];
+    out->dtype = dtype;
+    out->rows_log2 = exact_log2(rows);
+    out->cols_log2 = exact_log2(colsv);
+    out->variant = cols[4];
+    return 1;
+}
