@@ -105,7 +105,12 @@ static int64_t parse_mul(expr_parser *p, int depth) {
         if (op == '*') {
             v = wrap_mul(v, r);
         } else if (r == 0 || (v == INT64_MIN && r == -1)) {
-            if (p->skipping) return 0; /* the untaken side of && or || */
+            /* On the untaken side of && or || the value is unused: keep parsing the rest of
+             * the term ("B / A * 2"), which returning here would leave unparsed. */
+            if (p->skipping) {
+                v = 0;
+                continue;
+            }
             expr_fail(p, "division by zero or overflow");
             return 0;
         } else {

@@ -9,6 +9,13 @@
 #include "internal.h"
 #include "tuning_parse.h"
 
+int32_t tile_arch_smem_limit(int32_t arch) {
+    /* CUDA's per-block opt-in limits: sm_86, sm_89 and sm_12x have 99 KiB. */
+    if (arch == 80 || arch == 87) return 163 * 1024;
+    if (arch >= 90 && arch < 120) return 227 * 1024;
+    return 99 * 1024;
+}
+
 /* ---------------------------------------------------------------- run-time tuned table */
 /* FUSEDOPS_TUNING_FILE names a table (same format as autotune_results/) loaded once; its
  * entries take precedence over the compiled ones. A malformed file fails every call that
@@ -76,6 +83,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
+    else if (v->smem_bytes > p->smem_limit) reason = "arch"; /* e.g. 128 KiB on sm_86/89 */
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
     if (why) *why = reason;

@@ -29,6 +29,7 @@ typedef struct tile_device {
     int32_t ordinal;
     int32_t arch; /* 10*major + minor */
     int32_t sm_count;
+    int32_t smem_limit;     /* bytes of shared memory one program may opt in to */
     int32_t *blocks_per_sm; /* per registry entry: resident programs per SM (0: not for this arch) */
 } tile_device;
 tile_status tile_current_device(const tile_device **device);
@@ -40,8 +41,13 @@ typedef struct tile_problem {
     int64_t rows, cols;
     int32_t align;    /* largest power of two dividing every pointer and row stride in bytes */
     int32_t arch;
-    int32_t sm_count; /* 0 when unknown (explain for another arch) */
+    int32_t sm_count;   /* 0 when unknown (explain for another arch) */
+    int32_t smem_limit; /* per-program shared memory the device allows */
 } tile_problem;
+
+/* Shared memory a program may opt in to on a GPU of this arch, for explain without the GPU
+ * (the device's own attribute is used for real calls). */
+int32_t tile_arch_smem_limit(int32_t arch);
 
 /* Whether variant v can run problem p; if not, *why says which predicate failed. */
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why);

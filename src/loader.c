@@ -75,17 +75,26 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
                                     ordinal);
     if (r == CUDA_SUCCESS)
         r = d->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ordinal);
+    int smem_limit = 0;
+    if (r == CUDA_SUCCESS)
+        r = d->cuDeviceGetAttribute(&smem_limit,
+                                    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ordinal);
     if (r != CUDA_SUCCESS)
         return tile_fail(TILE_STATUS_CUDA_ERROR, "cuDeviceGetAttribute failed with %s",
                          tile_driver_error_name(r));
     out->ordinal = ordinal;
     out->arch = major * 10 + minor;
     out->sm_count = sms;
+    out->smem_limit = smem_limit;
     if (!out->blocks_per_sm) out->blocks_per_sm = calloc((size_t)tile_registry_count, sizeof(int32_t));
     if (!out->blocks_per_sm) return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *v = &tile_registry[i];
-        if (out->arch < v->arch_min || (v->arch_max && out->arch > v->arch_max)) continue;
+        /* Variants outside the arch range, or wanting more shared memory than this GPU has,
+         * are never dispatched here (tile_variant_eligible): nothing to set up. */
+        if (out->arch < v->arch_min || (v->arch_max && out->arch > v->arch_max) ||
+            v->smem_bytes > smem_limit)
+            continue;
         /* Load the kernel into the current context now rather than at its first launch, which
          * may happen inside a stream capture (older drivers cannot load there). */
         CUfunction function;

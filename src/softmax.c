@@ -24,7 +24,8 @@ static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype 
     if (s != TILE_STATUS_SUCCESS) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count};
+    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count,
+                      device->smem_limit};
     int32_t variant;
     if ((s = tile_dispatch_cached(&p, &variant)) != TILE_STATUS_SUCCESS) return s;
     return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);
@@ -55,7 +56,8 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     const tile_variant *v = &tile_registry[variant];
-    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count};
+    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count,
+                      device->smem_limit};
     const char *why = NULL;
     if (!tile_variant_eligible(v, &p, &why)) {
         if (!strcmp(why, "arch"))
@@ -98,18 +100,19 @@ tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, i
     tile_status s = tile_check_rowwise("tile_softmax_explain", dtype, (const void *)(fake * 3),
                                        (const void *)fake, rows, cols, ld_y, ld_x, &align);
     if (s != TILE_STATUS_SUCCESS) return s;
-    int32_t sm_count = 0;
+    int32_t sm_count = 0, smem_limit = tile_arch_smem_limit(arch);
     if (arch == 0) {
         const tile_device *device;
         if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
         arch = device->arch;
         sm_count = device->sm_count;
+        smem_limit = device->smem_limit;
     } else if (arch < 10) {
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "tile_softmax_explain: arch is %d; give 10*major+minor (90 = sm_90) or 0",
                          arch);
     }
-    tile_problem p = {softmax_op, dtype, rows, cols, align, arch, sm_count};
+    tile_problem p = {softmax_op, dtype, rows, cols, align, arch, sm_count, smem_limit};
     tile_decision d = {.struct_size = sizeof d};
     if ((s = tile_dispatch(&p, &d)) != TILE_STATUS_SUCCESS) return s;
     const size_t size = decision->struct_size; /* copy only what the caller's struct holds */

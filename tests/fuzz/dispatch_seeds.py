@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_dispatch (tests/fuzz/corpus/dispatch/) in the byte layout
+fuzz_dispatch.c decodes. Run from the repository root; the seeds are committed, so this is
+needed only when the layout changes."""
+import os
+import struct
+
+OUT = "tests/fuzz/corpus/dispatch"
+
+
+def i64(v):
+    """take_i64: small values as (tag, delta), anything else raw (tag 0, delta, 8 bytes)."""
+    if -8 <= v <= 55:
+        return bytes([((v + 8) << 2) | 1, 0])
+    return bytes([0, 0]) + struct.pack(">q", v)
+
+
+def i32(v):
+    """take_i32: 0..127 as one byte, anything else raw."""
+    if 0 <= v <= 127:
+        return bytes([v << 1])
+    return bytes([1]) + struct.pack(">i", v)
+
+
+def arch(a):
+    """arch: the small form holds 80..111 (0..31) and 0..63 (64..127); others raw."""
+    if 80 <= a <= 111:
+        return i32(a - 80)
+    if 0 <= a <= 63:
+        return i32(a + 64)
+    return bytes([1]) + struct.pack(">i", a)
+
+
+def seed(dtype, rows, cols, ld_y=None, ld_x=None, align=16, a=90, flags=0, y_off=0, x_off=0,
+         sms=132, index=0, struct_sel=0, tail=b""):
+    b = bytes([dtype]) if dtype in (0, 1, 2) else bytes([0xF0]) + i32(dtype)
+    b += i64(rows) + i64(cols)
+    ldsel = 0
+    rest = b""
+    if ld_y is not None:
+        ldsel |= 1
+        rest += i64(ld_y)
+    if ld_x is not None:
+        ldsel |= 16
+        rest += i64(ld_x)
+    b += bytes([ldsel]) + rest
+    b += i32(align) + arch(a) + bytes([flags])
+    b += struct.pack(">HHH", y_off, x_off, sms) + i32(index) + struct.pack(">H", struct_sel)
+    return b + tail
+
+
+SEEDS = {
+    "f32_small": seed(0, 4, 8),
+    "f16_one_row": seed(1, 1, 1000, a=80),
+    "bf16_wide": seed(2, 1024, 4096, a=90),
+    "f32_vocab": seed(0, 8, 262144, a=90, index=5),
+    "f16_staged": seed(1, 4096, 65536, a=90),
+    "f16_padded_ld": seed(1, 33, 1000, ld_y=1024, ld_x=1032, align=8, a=80),
+    "f32_misaligned": seed(0, 4, 8, align=2, y_off=2),
+    "in_place": seed(2, 16, 128, flags=16),
+    "null_y": seed(0, 4, 8, flags=4),
+    "arch_zero": seed(0, 4, 8, a=0),
+    "arch_5": seed(1, 4, 8, a=5),
+    "arch_120": seed(0, 4, 8, a=120),
+    "arch_100": seed(1, 64, 2048, a=100),
+    "bad_dtype": seed(7, 4, 8),
+    "negative_rows": seed(0, -1, 8),
+    "huge_rows_f16": seed(1, 2**62 - 1, 1, a=90),
+    "huge_rows_f32": seed(0, 2**61 - 1, 1, a=80),
+    "huge_cols_f16": seed(1, 1, 2**62 - 1, a=90),
+    "overflow_ld": seed(0, 2**40, 1, ld_y=2**40, a=90),
+    "small_decision": seed(0, 4, 8, flags=1 | 32, struct_sel=17),
+    "variant_name": seed(0, 4, 8, index=3, tail=b"softmax_f32_r1_n512_w4_v4"),
+    "tuning_line": seed(1, 4, 8, tail=b"sm_90\tsoftmax\tf16\t1024x4096\tsoftmax_f16_r1_n4096_w4_v8"
+                        b"\t10.5\tsoftmax_f16_r1_n4096_w8_v8\t11.0\n"),
+    "tuning_bad": seed(2, 4, 8, tail=b"sm_9\tsoftmax\tf64\t3x4096\tx"),
+}
+
+os.makedirs(OUT, exist_ok=True)
+for name, data in SEEDS.items():
+    with open(os.path.join(OUT, name), "wb") as f:
+        f.write(data)
+print(f"{len(SEEDS)} seeds in {OUT}")

@@ -1,0 +1,332 @@
+/* libFuzzer harness for argument validation and dispatch (links fusedops_static, so internal
+ * functions are reachable). Bytes decode into (dtype, rows, cols, ld_y, ld_x, pointer_align,
+ * arch, ...) and go through:
+ *   - tile_softmax_explain for the decoded arch (no GPU needed) and for arch 0 (NO_DEVICE);
+ *   - tile_softmax, tile_log_softmax and tile_softmax_variant with fake, never mapped, non-NULL
+ *     pointers: each must fail validation or answer NO_DEVICE without touching memory (the
+ *     driver is a missing file: FUSEDOPS_LIBCUDA, set in LLVMFuzzerInitialize);
+ *   - the internal tile_dispatch with a fuzzed SM count, and tile_dispatch_cached, which must
+ *     agree with it;
+ *   - tile_variant_get with a fuzzed index and struct_size (the struct is a heap block of
+ *     exactly that size, so ASan sees a write past what the caller declared);
+ *   - tile_variant_find and the tuning-file line parser on the input's tail.
+ * Results are checked against what the header promises (statuses, eligibility of the chosen
+ * variant, nothing written on failure). FUSEDOPS_TUNING_FILE names the committed sm_90 table,
+ * so the run-time table's code runs too.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tuning_parse.h"
+
+#define CHECK(cond)                                                                           \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "fuzz_dispatch: check failed at %s:%d: %s (last error: \"%s\")\n", \
+                    __FILE__, __LINE__, #cond, tile_last_error());                            \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+
+#define MISSING_DRIVER "/nonexistent/fuzz/libcuda.so.1"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    /* A machine without a driver, even where one is installed: no call may reach a GPU. */
+    setenv("FUSEDOPS_LIBCUDA", MISSING_DRIVER, 1);
+    const char *table = FUSEDOPS_SOURCE_DIR "/autotune_results/sm_90.tsv";
+    FILE *f = fopen(table, "r");
+    if (!f) {
+        fprintf(stderr, "fuzz_dispatch: cannot open %s\n", table);
+        abort();
+    }
+    fclose(f);
+    setenv("FUSEDOPS_TUNING_FILE", table, 1);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t n;
+} reader;
+
+static uint64_t take(reader *r, int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) {
+        v <<= 8;
+        if (r->n) {
+            v |= *r->p++;
+            r->n--;
+        }
+    }
+    return v;
+}
+
+/* An int64 biased towards the values that matter: small ones, powers of two and their
+ * neighbours, and the edges of the int64 byte-extent checks; or any 64 bits. */
+static int64_t take_i64(reader *r) {
+    const uint8_t tag = (uint8_t)take(r, 1);
+    const int64_t delta = (int8_t)take(r, 1);
+    switch (tag & 3) {
+    case 0: return (int64_t)take(r, 8);
+    case 1: return (int64_t)(tag >> 2) - 8 + (delta & 1) * 256 * (tag >> 2);
+    case 2: return (int64_t)((uint64_t)1 << ((tag >> 2) & 63)) + delta;
+    default: {
+        const int64_t d = (int64_t)(tag >> 2) + 1;
+        return (int64_t)((uint64_t)(INT64_MAX / d) + (uint64_t)delta);
+    }
+    }
+}
+
+/* Any int32 (odd tag), or 0..127 from the tag alone; *raw says which. */
+static int32_t take_i32_tagged(reader *r, int *raw) {
+    const uint8_t tag = (uint8_t)take(r, 1);
+    *raw = tag & 1;
+    if (tag & 1) return (int32_t)(uint32_t)take(r, 4);
+    return (int32_t)(tag >> 1);
+}
+
+static int32_t take_i32(reader *r) {
+    int raw;
+    return take_i32_tagged(r, &raw);
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static int is_validation_status(tile_status s) {
+    return s == TILE_STATUS_INVALID_ARGUMENT || s == TILE_STATUS_MISALIGNED ||
+           s == TILE_STATUS_UNSUPPORTED_DTYPE;
+}
+
+static int is_dispatch_status(tile_status s) {
+    return s == TILE_STATUS_SUCCESS || s == TILE_STATUS_ARCH_MISMATCH ||
+           s == TILE_STATUS_MISALIGNED || s == TILE_STATUS_NOT_SUPPORTED;
+}
+
+static int32_t align_of(uint64_t x) {
+    int32_t a = 1;
+    while (a < 256 && x % (uint64_t)(a * 2) == 0) a *= 2;
+    return a;
+}
+
+/* The decision must name an eligible softmax variant for the problem. */
+static void check_decision(const tile_decision *d, tile_dtype dtype, int64_t rows, int64_t cols,
+                           int32_t align, int32_t arch) {
+    CHECK(d->variant >= 0 && d->variant < tile_variant_count());
+    CHECK(d->eligible >= 1 && d->eligible <= tile_variant_count());
+    CHECK(d->arch == arch);
+    CHECK((unsigned)d->rule < TILE_RULE_COUNT_);
+    CHECK(memchr(d->reason, '\0', sizeof d->reason) != NULL && d->reason[0] != '\0');
+    tile_variant_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHECK(tile_variant_get(d->variant, &info) == TILE_STATUS_SUCCESS);
+    CHECK(!strcmp(info.op, "softmax"));
+    CHECK(info.dtype == dtype);
+    CHECK(arch >= info.arch_min && (info.arch_max == 0 || arch <= info.arch_max));
+    CHECK(info.max_cols == 0 || cols <= info.max_cols);
+    CHECK(info.align_bytes >= 1 && align % info.align_bytes == 0);
+    (void)rows;
+}
+
+static void *block(size_t struct_size, size_t minimum) {
+    size_t n = struct_size > minimum ? struct_size : minimum;
+    unsigned char *p = malloc(n);
+    if (p) memset(p, 0x5a, n);
+    return p;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    reader r = {data, size};
+    const uint8_t dsel = (uint8_t)take(&r, 1);
+    /* mostly a real dtype, sometimes any int */
+    const tile_dtype dtype = (dsel & 0xf0) == 0xf0 ? (tile_dtype)take_i32(&r)
+                                                   : (tile_dtype)(dsel % 3);
+    const int64_t rows = take_i64(&r), cols = take_i64(&r);
+    const uint8_t ldsel = (uint8_t)take(&r, 1);
+    /* ld = cols (+ small pad) most of the time, so the later checks are reached */
+    const int64_t ld_y = (ldsel & 1) ? take_i64(&r) : cols + (int64_t)((ldsel >> 1) & 7);
+    const int64_t ld_x = (ldsel & 16) ? take_i64(&r) : (ldsel & 32) ? ld_y : cols;
+    const int32_t pointer_align = take_i32(&r);
+    int arch_is_raw;
+    const int32_t arch_raw = take_i32_tagged(&r, &arch_is_raw);
+    /* small form: 80..111 (real archs), or 0..63 (0: the current device; < 10: invalid) */
+    const int32_t arch = arch_is_raw ? arch_raw : arch_raw < 64 ? 80 + (arch_raw & 31) : arch_raw - 64;
+    const uint8_t flags = (uint8_t)take(&r, 1);
+    const uint16_t y_off = (uint16_t)take(&r, 2), x_off = (uint16_t)take(&r, 2);
+    const int32_t sm_count = 1 + (int32_t)(take(&r, 2) % 2048);
+    const int32_t index = take_i32(&r);
+    const uint16_t struct_sel = (uint16_t)take(&r, 2);
+    /* the tail: a variant name and a tuning-file line */
+    char *tail = malloc(r.n + 1);
+    if (!tail) return 0;
+    memcpy(tail, r.p, r.n);
+    tail[r.n] = '\0';
+
+    /* ---- tile_softmax_explain for the decoded arch */
+    const size_t decision_size = (flags & 1) ? struct_sel % (2 * sizeof(tile_decision))
+                                             : sizeof(tile_decision);
+    tile_decision *d = block(decision_size, sizeof(size_t));
+    if (!d) {
+        free(tail);
+        return 0;
+    }
+    d->struct_size = decision_size;
+    unsigned char *before = block(decision_size, sizeof(size_t));
+    memcpy(before, d, decision_size > sizeof(size_t) ? decision_size : sizeof(size_t));
+    tile_status se = tile_softmax_explain(dtype, rows, cols, ld_y, ld_x, pointer_align, arch,
+                                          (flags & 2) ? NULL : d);
+    CHECK((unsigned)se < TILE_STATUS_COUNT_);
+    CHECK(se != TILE_STATUS_NO_CONTEXT);
+    CHECK(se != TILE_STATUS_NO_DEVICE || arch == 0); /* only arch 0 asks the driver */
+    if (se == TILE_STATUS_SUCCESS) {
+        CHECK(!(flags & 2) && decision_size >= sizeof(tile_decision));
+        CHECK(tile_last_error()[0] == '\0');
+        CHECK(d->struct_size == decision_size);
+        const int32_t fake = pointer_align >= 256 ? 256 : pointer_align;
+        const size_t elem = dtype == TILE_DTYPE_F32 ? 4 : 2;
+        int32_t align = align_of((uint64_t)fake);
+        if (rows > 1) {
+            int32_t s = align_of((uint64_t)ld_y * elem), t = align_of((uint64_t)ld_x * elem);
+            s = s < t ? s : t;
+            align = align < s ? align : s;
+        }
+        check_decision(d, dtype, rows, cols, align, arch);
+    } else {
+        CHECK(tile_last_error()[0] != '\0');
+        CHECK(!memcmp(before, d, decision_size > sizeof(size_t) ? decision_size : sizeof(size_t)));
+    }
+    free(before);
+    /* Argument errors name the function; dispatch's own (no variant fits) do not. */
+    const int se_arguments = se != TILE_STATUS_SUCCESS &&
+                             !strncmp(tile_last_error(), "tile_softmax_explain: ", 22);
+    const int se_bad_arch = se_arguments && strstr(tile_last_error(), ": arch is ") != NULL;
+    if (se != TILE_STATUS_SUCCESS && !se_arguments) CHECK(is_dispatch_status(se) || arch == 0);
+
+    /* ---- arch 0 needs the driver: NO_DEVICE, unless an argument is bad first */
+    if (!(flags & 2) && decision_size >= sizeof(tile_decision)) {
+        d->struct_size = sizeof(tile_decision);
+        tile_status s0 = tile_softmax_explain(dtype, rows, cols, ld_y, ld_x, pointer_align, 0, d);
+        if (!se_arguments || se_bad_arch) {
+            /* the arguments were good: the driver is asked, and is missing */
+            CHECK(s0 == TILE_STATUS_NO_DEVICE);
+            CHECK(strstr(tile_last_error(), MISSING_DRIVER) != NULL);
+        } else {
+            CHECK(s0 == se);
+        }
+    }
+
+    /* ---- the ops, with fake pointers that must never be touched */
+    const uintptr_t base = (uintptr_t)0x7e5a00000000ull; /* unmapped */
+    void *y = (flags & 4) ? NULL : (void *)(base + y_off);
+    const void *x = (flags & 8) ? NULL : (flags & 16) ? (const void *)y
+                                                      : (const void *)(base + 0x100000 + x_off);
+    tile_status ss = tile_softmax(dtype, y, x, rows, cols, ld_y, ld_x, NULL);
+    CHECK(ss == TILE_STATUS_NO_DEVICE || is_validation_status(ss));
+    CHECK(strstr(tile_last_error(), "tile_softmax") || ss == TILE_STATUS_NO_DEVICE);
+    char message[512];
+    snprintf(message, sizeof message, "%s", tile_last_error());
+    tile_status sl = tile_log_softmax(dtype, y, x, rows, cols, ld_y, ld_x, NULL);
+    CHECK(sl == ss); /* same validation, same order */
+    if (ss != TILE_STATUS_NO_DEVICE) {
+        /* same message but for the function's name */
+        const char *m = tile_last_error();
+        CHECK(!strncmp(m, "tile_log_softmax", 16) && !strcmp(m + 16, message + 12));
+    }
+    tile_status sv = tile_softmax_variant(index, (int32_t)(flags >> 7), dtype, y, x, rows, cols,
+                                          ld_y, ld_x, NULL);
+    CHECK(sv == TILE_STATUS_NO_DEVICE || is_validation_status(sv));
+    if (is_validation_status(ss)) CHECK(sv == ss);
+    if (ss == TILE_STATUS_NO_DEVICE && (index < 0 || index >= tile_variant_count()))
+        CHECK(sv == TILE_STATUS_INVALID_ARGUMENT);
+
+    /* explain validates as the ops do: same status for the same arguments */
+    if (y && x && y != x && (arch >= 10)) {
+        tile_decision e;
+        e.struct_size = sizeof e;
+        const int32_t a = align_of((uint64_t)((uintptr_t)y | (uintptr_t)x));
+        tile_status sx = tile_softmax_explain(dtype, rows, cols, ld_y, ld_x, a, arch, &e);
+        if (ss == TILE_STATUS_NO_DEVICE) CHECK(is_dispatch_status(sx));
+        else CHECK(sx == ss);
+    }
+
+    /* ---- dispatch proper, with an SM count (the heuristic's other input), and its cache */
+    int32_t align = 0;
+    const int32_t arch_ok = arch >= 10 ? arch : 90;
+    if (tile_check_rowwise("fuzz", dtype, (const void *)(base + y_off),
+                           (const void *)(base + 0x100000 + x_off), rows, cols, ld_y, ld_x,
+                           &align) == TILE_STATUS_SUCCESS) {
+        CHECK(align >= 1 && align <= 256 && (align & (align - 1)) == 0);
+        tile_problem p = {"softmax", dtype, rows, cols, align, arch_ok, sm_count};
+        tile_decision full;
+        full.struct_size = sizeof full;
+        tile_status sd = tile_dispatch(&p, &full);
+        CHECK(is_dispatch_status(sd));
+        if (sd == TILE_STATUS_SUCCESS) check_decision(&full, dtype, rows, cols, align, arch_ok);
+        static const char op[] = "softmax"; /* the cache compares op by address */
+        p.op = op;
+        int32_t cached = -2;
+        tile_status sc = tile_dispatch_cached(&p, &cached);
+        CHECK(sc == sd);
+        if (sc == TILE_STATUS_SUCCESS) CHECK(cached == full.variant);
+        /* twice: the second answer comes from the cache */
+        cached = -2;
+        CHECK(tile_dispatch_cached(&p, &cached) == sd);
+        if (sd == TILE_STATUS_SUCCESS) CHECK(cached == full.variant);
+    }
+    free(d);
+
+    /* ---- introspection */
+    const size_t info_size = (flags & 32) ? struct_sel % (2 * sizeof(tile_variant_info))
+                                          : sizeof(tile_variant_info);
+    tile_variant_info *info = block(info_size, sizeof(size_t));
+    if (info) {
+        info->struct_size = info_size;
+        tile_status sg = tile_variant_get(index, (flags & 64) ? NULL : info);
+        if (sg == TILE_STATUS_SUCCESS) {
+            CHECK(index >= 0 && index < tile_variant_count());
+            CHECK(info->name && info->op && info->params);
+            CHECK(tile_variant_find(info->name) == index); /* names are unique */
+            CHECK((unsigned)info->dtype < TILE_DTYPE_COUNT_);
+            CHECK(info->struct_size == info_size);
+        } else {
+            CHECK(sg == TILE_STATUS_INVALID_ARGUMENT);
+            CHECK(tile_last_error()[0] != '\0');
+        }
+        free(info);
+    }
+    const int32_t found = tile_variant_find(tail);
+    CHECK(found >= -1 && found < tile_variant_count());
+    if (found >= 0) {
+        tile_variant_info i2;
+        i2.struct_size = sizeof i2;
+        CHECK(tile_variant_get(found, &i2) == TILE_STATUS_SUCCESS && !strcmp(i2.name, tail));
+    }
+    CHECK(strcmp(tile_status_string((tile_status)index), "") != 0);
+    CHECK(strcmp(tile_dtype_string(dtype), "") != 0);
+    CHECK(strcmp(tile_rule_string((tile_rule)arch_raw), "") != 0);
+
+    /* ---- a line of a tuning file (FUSEDOPS_TUNING_FILE, autotune_results/) */
+    tuning_line t;
+    char err[64];
+    const size_t tail_len = strlen(tail);
+    int pr = tuning_parse_line(tail, &t, err, sizeof err);
+    CHECK(pr >= -1 && pr <= 1);
+    if (pr == 1) {
+        CHECK(t.arch >= 10);
+        CHECK(t.dtype >= 0 && t.dtype < TILE_DTYPE_COUNT_);
+        CHECK(t.rows_log2 >= 0 && t.rows_log2 < 63 && t.cols_log2 >= 0 && t.cols_log2 < 63);
+        CHECK(t.op >= tail && t.op <= tail + tail_len);
+        CHECK(t.variant >= tail && t.variant <= tail + tail_len);
+    } else if (pr == -1) {
+        CHECK(memchr(err, '\0', sizeof err) != NULL);
+    }
+    free(tail);
+    return 0;
+}
