@@ -226,10 +226,10 @@ static int cmd_check(int argc, char **argv) {
     return failed ? EXIT_CHECK_FAILED : 0;
 }
 
-/* Inputs for timing: random x rotated over enough copies that each launch reads data the
- * previous one did not leave in L2 (256 MiB in all, at most 8 copies). */
+/* Inputs for timing: random x rotated over enough copies (256 MiB in all, at most 64) that a
+ * launch reads data the previous ones did not leave in L2. */
 typedef struct bench_buffers {
-    CUdeviceptr x[8], y;
+    CUdeviceptr x[64], y;
     int copies;
     size_t bytes;
 } bench_buffers;
@@ -239,8 +239,8 @@ static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows
     const tile_driver *d = gpu->drv;
     const size_t elem = support_dtype_size(dtype), n = (size_t)(rows * cols);
     b->bytes = n * elem;
-    b->copies = (int)(256u * 1024 * 1024 / b->bytes) + 1;
-    if (b->copies > 8) b->copies = 8;
+    b->copies = (int)((256u * 1024 * 1024 + b->bytes - 1) / b->bytes);
+    if (b->copies > 64) b->copies = 64;
     float *host = malloc(n * sizeof(float));
     void *packed = malloc(b->bytes);
     if (!host || !packed) {
@@ -383,7 +383,8 @@ static int cmd_tune(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const int tty = isatty(fileno(stderr));
-    fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
+    if (!verify)
+        fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
     /* Tuned at exact powers of two; verified on shapes between them (held out). */
     static const int64_t tune_rows[] = {1, 16, 256, 4096, 32768};
     static const int64_t verify_shapes[][2] = {
@@ -430,7 +431,9 @@ static int cmd_tune(int argc, char **argv) {
                     second_v = v;
                 }
             }
-            if (verify) time_softmax(&gpu, &b, -1, 0, dtype, rows, cols, batch, 7, &picked);
+            tile_status dispatched = TILE_STATUS_SUCCESS;
+            if (verify)
+                dispatched = time_softmax(&gpu, &b, -1, 0, dtype, rows, cols, batch, 7, &picked);
             buffers_free(&gpu, &b);
             if (best_v < 0) continue;
             tile_variant_info bi = {.struct_size = sizeof bi}, si2 = {.struct_size = sizeof si2};
@@ -438,7 +441,11 @@ static int cmd_tune(int argc, char **argv) {
             if (second_v >= 0) tile_variant_get(second_v, &si2);
             if (verify) {
                 total++;
-                int ok = picked <= best * 1.05;
+                int ok = dispatched == TILE_STATUS_SUCCESS && picked <= best * 1.05;
+                if (dispatched != TILE_STATUS_SUCCESS)
+                    fprintf(out, "# verify %s %lldx%lld: dispatch failed: %s: %s\n",
+                            tile_dtype_string(dtype), (long long)rows, (long long)cols,
+                            tile_status_string(dispatched), tile_last_error());
                 within += ok;
                 fprintf(out, "# verify %s %lldx%lld: dispatched %.2f us, fastest %s %.2f us%s\n",
                         tile_dtype_string(dtype), (long long)rows, (long long)cols, picked * 1e3,

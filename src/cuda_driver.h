@@ -64,7 +64,7 @@ typedef struct tile_driver {
  * (tests point it at a missing file to play a machine without a driver). */
 const tile_driver *tile_driver_get(const char **why);
 
-/* "CUDA_ERROR_..." for a driver result (needs the driver loaded; else "CUresult N"). */
+/* "CUDA_ERROR_..." for a driver result (needs the driver loaded; else "an unknown CUDA error"). */
 const char *tile_driver_error_name(CUresult result);
 
 #endif

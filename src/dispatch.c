@@ -83,7 +83,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
-    else if (v->smem_bytes > p->smem_limit) reason = "arch"; /* e.g. 128 KiB on sm_86/89 */
+    else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
     if (why) *why = reason;
@@ -113,8 +113,8 @@ static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *col
 /* Best entry of `table` for p: distance rows + 4 * cols buckets, at most 3 and 1 away; on
  * equal distance the one with more rows (throughput-bound shapes are the costly ones). */
 static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
-                          int32_t rows_log2, int32_t cols_log2, const tile_tuned_entry **best,
-                          int32_t *best_distance) {
+                          int32_t rows_log2, int32_t cols_log2, int strictly_closer,
+                          const tile_tuned_entry **best, int32_t *best_distance) {
     for (int32_t i = 0; i < count; i++) {
         const tile_tuned_entry *e = &table[i];
         if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
@@ -124,7 +124,8 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         if (adc > 1 || adr > 3) continue;
         int32_t distance = adr + 4 * adc;
         if (distance < *best_distance ||
-            (distance == *best_distance && *best && e->rows_log2 > (*best)->rows_log2)) {
+            (!strictly_closer && distance == *best_distance && *best &&
+             e->rows_log2 > (*best)->rows_log2)) {
             *best_distance = distance;
             *best = e;
         }
@@ -166,7 +167,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         const char *why;
         if (tile_variant_eligible(v, p, &why)) eligible++;
         if (!strcmp(v->op, p->op) && v->dtype == p->dtype) {
-            if (why == NULL || strcmp(why, "arch")) arch_ok++;
+            if (why == NULL || (strcmp(why, "arch") && strcmp(why, "shared memory"))) arch_ok++;
             if (why == NULL || !strcmp(why, "alignment")) shape_ok++;
         }
     }
@@ -196,12 +197,13 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     shape_bucket(p, &rows_log2, &cols_log2);
     const tile_tuned_entry *best = NULL;
     int32_t best_distance = 1 << 30;
-    /* The run-time table first: on equal distance its entry stands. */
-    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_log2, &best,
+    /* The run-time table first; a compiled entry replaces its pick only by being strictly
+     * closer to the shape's bucket. */
+    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_log2, 0, &best,
                   &best_distance);
     const tile_tuned_entry *runtime_best = best;
-    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_log2, &best,
-                  &best_distance);
+    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_log2,
+                  runtime_best != NULL, &best, &best_distance);
     if (best) {
         decision->variant = best->variant;
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
@@ -237,6 +239,9 @@ typedef struct cached_decision {
     const char *op;
     int64_t rows, cols;
     int32_t dtype, align, arch, variant;
+    /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
+     * one arch differ in it (SKUs, MIG slices) within one process and thread. */
+    int32_t sm_count, smem_limit;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -245,14 +250,16 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     h ^= (uint64_t)(p->dtype * 131 + p->align * 7 + p->arch);
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
-        c->align == p->align && c->arch == p->arch) {
+        c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
+        c->smem_limit == p->smem_limit) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
     tile_decision d;
     tile_status s = tile_dispatch(p, &d);
     if (s != TILE_STATUS_SUCCESS) return s;
-    *c = (cached_decision){p->op, p->rows, p->cols, (int32_t)p->dtype, p->align, p->arch, d.variant};
+    *c = (cached_decision){p->op,    p->rows,   p->cols,      (int32_t)p->dtype, p->align,
+                           p->arch,  d.variant, p->sm_count, p->smem_limit};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

@@ -190,7 +190,7 @@ tile_status tile_launch(const tile_device *device, int32_t variant, int64_t prog
         .attrs = v->cluster > 1 ? &cluster_attr : NULL,
         .numAttrs = v->cluster > 1 ? 1 : 0,
     };
-    /* A CUkernel stands in for a CUfunction: the driver loads it into the current context. */
+    /* A CUkernel stands in for a CUfunction (device setup already loaded it into the context). */
     CUresult r = d->cuLaunchKernelEx(&config, (CUfunction)kernels[variant], args, NULL);
     if (r != CUDA_SUCCESS)
         return tile_fail(TILE_STATUS_CUDA_ERROR, "launching %s on device %d failed with %s",

@@ -60,6 +60,11 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
                       device->smem_limit};
     const char *why = NULL;
     if (!tile_variant_eligible(v, &p, &why)) {
+        if (!strcmp(why, "shared memory"))
+            return tile_fail(TILE_STATUS_ARCH_MISMATCH,
+                             "tile_softmax_variant: %s needs %d bytes of shared memory per "
+                             "program; this device allows %d",
+                             v->name, v->smem_bytes, device->smem_limit);
         if (!strcmp(why, "arch"))
             return tile_fail(TILE_STATUS_ARCH_MISMATCH,
                              "tile_softmax_variant: %s runs on sm_%d to sm_%d (0: any newer), "

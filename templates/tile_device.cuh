@@ -317,7 +317,7 @@ template <typename L, typename V, typename Op> __device__ __forceinline__ V row_
             for (int r = 1; r < L::CLUSTER; r++) v = op(v, *cluster.map_shared_rank(&program_part, r));
             cluster.sync(); // no program leaves or rewrites its part while others read it
 #else
-            __trap(); // cluster variants are registered for sm_90 and newer only
+            __trap(); // cluster variants are registered for sm_90 only (arch_max 90)
 #endif
         }
     }

@@ -32,7 +32,7 @@ def arch(a):
 
 
 def seed(dtype, rows, cols, ld_y=None, ld_x=None, align=16, a=90, flags=0, y_off=0, x_off=0,
-         sms=132, index=0, struct_sel=0, tail=b""):
+         sms=132, sms2=114, index=0, struct_sel=0, smem=None, smem2=None, tail=b""):
     b = bytes([dtype]) if dtype in (0, 1, 2) else bytes([0xF0]) + i32(dtype)
     b += i64(rows) + i64(cols)
     ldsel = 0
@@ -45,7 +45,13 @@ def seed(dtype, rows, cols, ld_y=None, ld_x=None, align=16, a=90, flags=0, y_off
         rest += i64(ld_x)
     b += bytes([ldsel]) + rest
     b += i32(align) + arch(a) + bytes([flags])
-    b += struct.pack(">HHH", y_off, x_off, sms) + i32(index) + struct.pack(">H", struct_sel)
+    b += struct.pack(">HHHH", y_off, x_off, sms, sms2) + i32(index)
+    b += struct.pack(">H", struct_sel)
+    # two 12-bit shared-memory limits in units of 128 bytes; None: the arch's own limit
+    smem_sel = 0 if smem is None else ((smem // 128) << 1) | 1
+    if smem2 is not None:
+        smem_sel |= (((smem2 // 128) << 1) | 1) << 12
+    b += struct.pack(">I", smem_sel)[1:]
     return b + tail
 
 
@@ -55,6 +61,8 @@ SEEDS = {
     "bf16_wide": seed(2, 1024, 4096, a=90),
     "f32_vocab": seed(0, 8, 262144, a=90, index=5),
     "f16_staged": seed(1, 4096, 65536, a=90),
+    "f16_staged_small_smem": seed(1, 4096, 65536, a=86, smem=99 * 1024),
+    "two_devices": seed(0, 3, 3000, a=90, sms=8, sms2=132, smem2=227 * 1024),
     "f16_padded_ld": seed(1, 33, 1000, ld_y=1024, ld_x=1032, align=8, a=80),
     "f32_misaligned": seed(0, 4, 8, align=2, y_off=2),
     "in_place": seed(2, 16, 128, flags=16),

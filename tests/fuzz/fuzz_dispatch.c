@@ -76,7 +76,7 @@ static int64_t take_i64(reader *r) {
     switch (tag & 3) {
     case 0: return (int64_t)take(r, 8);
     case 1: return (int64_t)(tag >> 2) - 8 + (delta & 1) * 256 * (tag >> 2);
-    case 2: return (int64_t)((uint64_t)1 << ((tag >> 2) & 63)) + delta;
+    case 2: return (int64_t)(((uint64_t)1 << ((tag >> 2) & 63)) + (uint64_t)delta);
     default: {
         const int64_t d = (int64_t)(tag >> 2) + 1;
         return (int64_t)((uint64_t)(INT64_MAX / d) + (uint64_t)delta);
@@ -117,7 +117,7 @@ static int32_t align_of(uint64_t x) {
 
 /* The decision must name an eligible softmax variant for the problem. */
 static void check_decision(const tile_decision *d, tile_dtype dtype, int64_t rows, int64_t cols,
-                           int32_t align, int32_t arch) {
+                           int32_t align, int32_t arch, int32_t smem_limit) {
     CHECK(d->variant >= 0 && d->variant < tile_variant_count());
     CHECK(d->eligible >= 1 && d->eligible <= tile_variant_count());
     CHECK(d->arch == arch);
@@ -132,6 +132,7 @@ static void check_decision(const tile_decision *d, tile_dtype dtype, int64_t row
     CHECK(arch >= info.arch_min && (info.arch_max == 0 || arch <= info.arch_max));
     CHECK(info.max_cols == 0 || cols <= info.max_cols);
     CHECK(info.align_bytes >= 1 && align % info.align_bytes == 0);
+    CHECK(info.smem_bytes <= smem_limit);
     (void)rows;
 }
 
@@ -151,7 +152,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int64_t rows = take_i64(&r), cols = take_i64(&r);
     const uint8_t ldsel = (uint8_t)take(&r, 1);
     /* ld = cols (+ small pad) most of the time, so the later checks are reached */
-    const int64_t ld_y = (ldsel & 1) ? take_i64(&r) : cols + (int64_t)((ldsel >> 1) & 7);
+    const int64_t ld_y = (ldsel & 1) ? take_i64(&r)
+                                     : (int64_t)((uint64_t)cols + ((ldsel >> 1) & 7)); /* wraps */
     const int64_t ld_x = (ldsel & 16) ? take_i64(&r) : (ldsel & 32) ? ld_y : cols;
     const int32_t pointer_align = take_i32(&r);
     int arch_is_raw;
@@ -161,8 +163,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t flags = (uint8_t)take(&r, 1);
     const uint16_t y_off = (uint16_t)take(&r, 2), x_off = (uint16_t)take(&r, 2);
     const int32_t sm_count = 1 + (int32_t)(take(&r, 2) % 2048);
+    const int32_t sm_count2 = 1 + (int32_t)(take(&r, 2) % 2048);
     const int32_t index = take_i32(&r);
     const uint16_t struct_sel = (uint16_t)take(&r, 2);
+    const uint32_t smem_sel = (uint32_t)take(&r, 3);
     /* the tail: a variant name and a tuning-file line */
     char *tail = malloc(r.n + 1);
     if (!tail) return 0;
@@ -197,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             s = s < t ? s : t;
             align = align < s ? align : s;
         }
-        check_decision(d, dtype, rows, cols, align, arch);
+        check_decision(d, dtype, rows, cols, align, arch, tile_arch_smem_limit(arch));
     } else {
         CHECK(tile_last_error()[0] != '\0');
         CHECK(!memcmp(before, d, decision_size > sizeof(size_t) ? decision_size : sizeof(size_t)));
@@ -263,22 +267,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            (const void *)(base + 0x100000 + x_off), rows, cols, ld_y, ld_x,
                            &align) == TILE_STATUS_SUCCESS) {
         CHECK(align >= 1 && align <= 256 && (align & (align - 1)) == 0);
-        tile_problem p = {"softmax", dtype, rows, cols, align, arch_ok, sm_count};
-        tile_decision full;
-        full.struct_size = sizeof full;
-        tile_status sd = tile_dispatch(&p, &full);
-        CHECK(is_dispatch_status(sd));
-        if (sd == TILE_STATUS_SUCCESS) check_decision(&full, dtype, rows, cols, align, arch_ok);
+        /* Two devices of this arch (SM counts and shared-memory limits may differ: SKUs, MIG
+         * slices); the second may not be given the first one's cached decision. */
         static const char op[] = "softmax"; /* the cache compares op by address */
-        p.op = op;
-        int32_t cached = -2;
-        tile_status sc = tile_dispatch_cached(&p, &cached);
-        CHECK(sc == sd);
-        if (sc == TILE_STATUS_SUCCESS) CHECK(cached == full.variant);
-        /* twice: the second answer comes from the cache */
-        cached = -2;
-        CHECK(tile_dispatch_cached(&p, &cached) == sd);
-        if (sd == TILE_STATUS_SUCCESS) CHECK(cached == full.variant);
+        for (int device = 0; device < 2; device++) {
+            const int32_t sms = device ? sm_count2 : sm_count;
+            const uint32_t sel = device ? smem_sel >> 12 : smem_sel;
+            const int32_t smem_limit = (sel & 1) ? (int32_t)(((sel >> 1) & 0x7ff) * 128)
+                                                 : tile_arch_smem_limit(arch_ok);
+            tile_problem p = {"softmax", dtype, rows, cols, align, arch_ok, sms, smem_limit};
+            tile_decision full;
+            full.struct_size = sizeof full;
+            tile_status sd = tile_dispatch(&p, &full);
+            CHECK(is_dispatch_status(sd));
+            if (sd == TILE_STATUS_SUCCESS)
+                check_decision(&full, dtype, rows, cols, align, arch_ok, smem_limit);
+            p.op = op;
+            for (int again = 0; again < 2; again++) { /* the second answer is the cached one */
+                int32_t cached = -2;
+                CHECK(tile_dispatch_cached(&p, &cached) == sd);
+                if (sd == TILE_STATUS_SUCCESS) CHECK(cached == full.variant);
+            }
+        }
     }
     free(d);
 
