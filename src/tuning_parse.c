@@ -1,6 +1,7 @@
 #include "tuning_parse.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int exact_log2(long long v) {
@@ -29,9 +30,12 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
         snprintf(err, err_size, "expected at least 5 tab-separated columns, found %d", count);
         return -1;
     }
-    int arch = 0;
+    long arch = 0;
     char tail;
-    if (sscanf(cols[0], "sm_%d%c", &arch, &tail) != 1 || arch < 10) {
+    /* strtol, not %d: an out-of-range number must not wrap into a valid arch */
+    char *end = NULL;
+    if (!strncmp(cols[0], "sm_", 3)) arch = strtol(cols[0] + 3, &end, 10);
+    if (!end || *end || end == cols[0] + 3 || arch < 10 || arch > 10000) {
         snprintf(err, err_size, "arch '%s' is not sm_NN", cols[0]);
         return -1;
     }
@@ -48,7 +52,7 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
         snprintf(err, err_size, "bucket '%s' is not ROWSxCOLS in powers of two", cols[3]);
         return -1;
     }
-    out->arch = arch;
+    out->arch = (int32_t)arch;
     out->op = cols[1];
     out->dtype = dtype;
     out->rows_log2 = exact_log2(rows);

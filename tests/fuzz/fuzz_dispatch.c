@@ -159,7 +159,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int arch_is_raw;
     const int32_t arch_raw = take_i32_tagged(&r, &arch_is_raw);
     /* small form: 80..111 (real archs), or 0..63 (0: the current device; < 10: invalid) */
-    const int32_t arch = arch_is_raw ? arch_raw : arch_raw < 64 ? 80 + (arch_raw & 31) : arch_raw - 64;
+    const int32_t arch = arch_is_raw ? arch_raw
+                         : arch_raw < 64 ? 80 + (arch_raw & 31)
+                                         : arch_raw - 64;
     const uint8_t flags = (uint8_t)take(&r, 1);
     const uint16_t y_off = (uint16_t)take(&r, 2), x_off = (uint16_t)take(&r, 2);
     const int32_t sm_count = 1 + (int32_t)(take(&r, 2) % 2048);
@@ -177,12 +179,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const size_t decision_size = (flags & 1) ? struct_sel % (2 * sizeof(tile_decision))
                                              : sizeof(tile_decision);
     tile_decision *d = block(decision_size, sizeof(size_t));
-    if (!d) {
+    unsigned char *before = block(decision_size, sizeof(size_t));
+    if (!d || !before) {
+        free(d);
+        free(before);
         free(tail);
         return 0;
     }
     d->struct_size = decision_size;
-    unsigned char *before = block(decision_size, sizeof(size_t));
     memcpy(before, d, decision_size > sizeof(size_t) ? decision_size : sizeof(size_t));
     tile_status se = tile_softmax_explain(dtype, rows, cols, ld_y, ld_x, pointer_align, arch,
                                           (flags & 2) ? NULL : d);
