@@ -211,7 +211,7 @@ static int cmd_check(int argc, char **argv) {
         tile_variant_get(i, &v);
         if ((o.variant && strcmp(o.variant, v.name)) || (o.dtype >= 0 && (int)v.dtype != o.dtype))
             continue;
-        if (gpu.arch < v.arch_min || (v.arch_max && gpu.arch > v.arch_max)) {
+        if (!support_variant_runs_here(&gpu, &v)) {
             skipped++;
             continue;
         }
@@ -220,7 +220,7 @@ static int cmd_check(int argc, char **argv) {
         if (f) failed++;
         printf("%-40s %s\n", v.name, f ? "FAIL" : "ok");
     }
-    printf("%d variants checked (%d cases), %d failed, %d not for this arch\n", variants, cases,
+    printf("%d variants checked (%d cases), %d failed, %d not for this GPU\n", variants, cases,
            failed, skipped);
     support_gpu_close(&gpu);
     return failed ? EXIT_CHECK_FAILED : 0;
@@ -322,6 +322,10 @@ static int cmd_bench(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
     if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");
+    if (o.rows < 1 || o.cols < 1 || o.rows > ((int64_t)1 << 40) / o.cols)
+        return usage("--shape needs rows >= 1 and cols >= 1, at most 2^40 elements");
+    if (o.ld_x != o.cols || o.ld_y != o.cols)
+        return usage("bench times contiguous rows: --ld-x and --ld-y are not taken");
     int32_t variant = -1;
     if (o.variant && (variant = tile_variant_find(o.variant)) < 0)
         return usage("unknown --variant (see fusedops list)");
@@ -330,7 +334,7 @@ static int cmd_bench(int argc, char **argv) {
     const tile_dtype dtype = (tile_dtype)o.dtype;
     bench_buffers b;
     buffers_alloc(&gpu, dtype, o.rows, o.cols, &b);
-    const int batch = batch_for(b.bytes), repeats = o.iters < 64 ? o.iters : 31;
+    const int batch = batch_for(b.bytes), repeats = o.iters < 64 ? o.iters : 64;
     double ms, copy_ms;
     tile_status s = time_softmax(&gpu, &b, variant, o.log_softmax, dtype, o.rows, o.cols, batch,
                                  repeats, &ms);
@@ -415,7 +419,7 @@ static int cmd_tune(int argc, char **argv) {
                 tile_variant_info info = {.struct_size = sizeof info};
                 tile_variant_get(v, &info);
                 if (strcmp(info.op, "softmax") || info.dtype != dtype) continue;
-                if (gpu.arch < info.arch_min || (info.arch_max && gpu.arch > info.arch_max)) continue;
+                if (!support_variant_runs_here(&gpu, &info)) continue;
                 if (info.max_cols && cols > info.max_cols) continue;
                 double ms;
                 if (time_softmax(&gpu, &b, v, 0, dtype, rows, cols, batch, 5, &ms) !=

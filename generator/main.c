@@ -170,6 +170,31 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
                    params, pruned_reason);
         return 0;
     }
+    /* The registry fields must describe a launchable kernel; a grid that sets nonsense fails
+     * the build here rather than dispatch at run time. */
+    const int64_t *f = pt->fields;
+    const char *bad = NULL;
+    if (f[GRID_FIELD_THREADS] < 32 || f[GRID_FIELD_THREADS] > 1024 || f[GRID_FIELD_THREADS] % 32)
+        bad = "threads must be a multiple of 32 in 32..1024";
+    else if (f[GRID_FIELD_ROWS_PER_PROGRAM] < 1 || f[GRID_FIELD_ROWS_PER_PROGRAM] > 1024)
+        bad = "rows_per_program must be in 1..1024";
+    else if (f[GRID_FIELD_CLUSTER] < 1 || f[GRID_FIELD_CLUSTER] > 16 ||
+             (f[GRID_FIELD_CLUSTER] & (f[GRID_FIELD_CLUSTER] - 1)))
+        bad = "cluster must be a power of two in 1..16";
+    else if (f[GRID_FIELD_SMEM] < 0 || f[GRID_FIELD_SMEM] > 232448)
+        bad = "smem must be in 0..232448 bytes (227 KiB)";
+    else if (f[GRID_FIELD_MAX_COLS] < 0)
+        bad = "max_cols must be >= 0 (0: any width)";
+    else if (f[GRID_FIELD_ALIGN] < 1 || f[GRID_FIELD_ALIGN] > 256 ||
+             (f[GRID_FIELD_ALIGN] & (f[GRID_FIELD_ALIGN] - 1)))
+        bad = "align must be a power of two in 1..256";
+    else if (f[GRID_FIELD_ARCH_MIN] < 50 ||
+             (f[GRID_FIELD_ARCH_MAX] && f[GRID_FIELD_ARCH_MAX] < f[GRID_FIELD_ARCH_MIN]))
+        bad = "arch_min must be >= 50 and arch_max 0 or >= arch_min";
+    else if (f[GRID_FIELD_PERSISTENT] != 0 && f[GRID_FIELD_PERSISTENT] != 1)
+        bad = "persistent must be 0 or 1";
+    if (bad) die("%s:%d: family %s, %s: %s", st->grid->path, pt->family->line, pt->family->name,
+                 params, bad);
     st->survivors++;
     for (int i = 0; i < st->row_count; i++)
         if (!strcmp(st->rows[i].name, pt->name))

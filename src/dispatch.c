@@ -113,8 +113,8 @@ static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *col
 /* Best entry of `table` for p: distance rows + 4 * cols buckets, at most 3 and 1 away; on
  * equal distance the one with more rows (throughput-bound shapes are the costly ones). */
 static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
-                          int32_t rows_log2, int32_t cols_log2, int strictly_closer,
-                          const tile_tuned_entry **best, int32_t *best_distance) {
+                          int32_t rows_log2, int32_t cols_log2, const tile_tuned_entry **best,
+                          int32_t *best_distance) {
     for (int32_t i = 0; i < count; i++) {
         const tile_tuned_entry *e = &table[i];
         if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
@@ -124,8 +124,7 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         if (adc > 1 || adr > 3) continue;
         int32_t distance = adr + 4 * adc;
         if (distance < *best_distance ||
-            (!strictly_closer && distance == *best_distance && *best &&
-             e->rows_log2 > (*best)->rows_log2)) {
+            (distance == *best_distance && *best && e->rows_log2 > (*best)->rows_log2)) {
             *best_distance = distance;
             *best = e;
         }
@@ -195,15 +194,20 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         return tile_fail(runtime_table_status, "%s", runtime_table_message);
     int32_t rows_log2, cols_log2;
     shape_bucket(p, &rows_log2, &cols_log2);
-    const tile_tuned_entry *best = NULL;
-    int32_t best_distance = 1 << 30;
-    /* The run-time table first; a compiled entry replaces its pick only by being strictly
-     * closer to the shape's bucket. */
-    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_log2, 0, &best,
-                  &best_distance);
-    const tile_tuned_entry *runtime_best = best;
-    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_log2,
-                  runtime_best != NULL, &best, &best_distance);
+    /* Each table's nearest entry on its own (ties toward more rows); the run-time table's
+     * stands unless the compiled one is strictly closer to the shape's bucket. */
+    const tile_tuned_entry *runtime_best = NULL, *compiled_best = NULL;
+    int32_t runtime_distance = 1 << 30, compiled_distance = 1 << 30;
+    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_log2, &runtime_best,
+                  &runtime_distance);
+    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_log2, &compiled_best,
+                  &compiled_distance);
+    const tile_tuned_entry *best = runtime_best;
+    int32_t best_distance = runtime_distance;
+    if (compiled_best && compiled_distance < runtime_distance) {
+        best = compiled_best;
+        best_distance = compiled_distance;
+    }
     if (best) {
         decision->variant = best->variant;
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;

@@ -102,25 +102,31 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
         if (r != CUDA_SUCCESS)
             return tile_fail(TILE_STATUS_CUDA_ERROR, "cuKernelGetFunction(%s) failed with %s",
                              v->name, tile_driver_error_name(r));
+        /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it
+         * (before the occupancy query, which depends on it). */
+        if (v->smem_bytes > 48 * 1024) {
+            r = d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        v->smem_bytes, kernels[i], ordinal);
+            if (r != CUDA_SUCCESS)
+                return tile_fail(TILE_STATUS_CUDA_ERROR,
+                                 "cuKernelSetAttribute(%s, %d bytes of shared memory) failed "
+                                 "with %s",
+                                 v->name, v->smem_bytes, tile_driver_error_name(r));
+        }
         /* Persistent variants launch as many programs as stay resident at once. */
         int blocks = 0;
         if (v->persistent) {
             r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function, v->threads,
                                                                (size_t)v->smem_bytes);
-            if (r != CUDA_SUCCESS || blocks < 1)
-                return tile_fail(TILE_STATUS_CUDA_ERROR,
-                                 "occupancy of %s: %s, %d programs per SM", v->name,
-                                 tile_driver_error_name(r), blocks);
+            if (r != CUDA_SUCCESS)
+                return tile_fail(TILE_STATUS_CUDA_ERROR, "occupancy of %s: %s", v->name,
+                                 tile_driver_error_name(r));
+            if (blocks < 1)
+                return tile_fail(TILE_STATUS_INTERNAL,
+                                 "%s cannot have one program resident per SM on sm_%d",
+                                 v->name, out->arch);
         }
         out->blocks_per_sm[i] = blocks;
-        /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it. */
-        if (v->smem_bytes <= 48 * 1024) continue;
-        r = d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    v->smem_bytes, kernels[i], ordinal);
-        if (r != CUDA_SUCCESS)
-            return tile_fail(TILE_STATUS_CUDA_ERROR,
-                             "cuKernelSetAttribute(%s, %d bytes of shared memory) failed with %s",
-                             v->name, v->smem_bytes, tile_driver_error_name(r));
     }
     return TILE_STATUS_SUCCESS;
 }
@@ -171,8 +177,8 @@ tile_status tile_launch(const tile_device *device, int32_t variant, int64_t prog
     int64_t blocks = programs * v->cluster;
     if (programs < 1 || blocks > INT32_MAX)
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %lld programs exceed the grid limit of %d thread blocks", v->name,
-                         (long long)programs, INT32_MAX);
+                         "%s: %lld thread blocks exceed the grid limit of %d", v->name,
+                         (long long)blocks, INT32_MAX);
     CUlaunchAttribute cluster_attr;
     cluster_attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     cluster_attr.value.clusterDim.x = (unsigned)v->cluster;

@@ -75,11 +75,13 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
                              "tile_softmax_variant: %s needs %d-byte aligned pointers and row "
                              "strides; these are aligned to %d",
                              v->name, v->align_bytes, align);
+        if (!strcmp(why, "cols"))
+            return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                             "tile_softmax_variant: %s takes at most %lld columns, got cols %lld",
+                             v->name, (long long)v->max_cols, (long long)cols);
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "tile_softmax_variant: %s does not take this problem (%s: it is %s %s, "
-                         "%lld columns given, at most %lld)",
-                         v->name, why, v->op, tile_dtype_string(v->dtype), (long long)cols,
-                         (long long)v->max_cols);
+                         "tile_softmax_variant: %s is a %s %s variant, not softmax %s", v->name,
+                         v->op, tile_dtype_string(v->dtype), tile_dtype_string(dtype));
     }
     return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);
 }
@@ -98,6 +100,11 @@ tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, i
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "tile_softmax_explain: pointer_align is %d; it must be a power of two",
                          pointer_align);
+    if ((size_t)pointer_align < tile_dtype_size(dtype) && (unsigned)dtype < TILE_DTYPE_COUNT_)
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "tile_softmax_explain: pointer_align is %d; %s pointers are aligned to "
+                         "at least their %zu-byte elements",
+                         pointer_align, tile_dtype_string(dtype), tile_dtype_size(dtype));
     /* Stand-in pointers aligned to exactly pointer_align (256 at most) let the shared checks
      * run unchanged; they are never dereferenced. */
     const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256 : pointer_align);

@@ -25,12 +25,20 @@ int support_gpu_open(support_gpu *gpu, const char **why) {
                                 gpu->device) != CUDA_SUCCESS ||
         d->cuDeviceGetAttribute(&gpu->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                 gpu->device) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&gpu->smem_limit,
+                                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                gpu->device) != CUDA_SUCCESS ||
         d->cuDeviceGetName(gpu->name, sizeof gpu->name, gpu->device) != CUDA_SUCCESS) {
         *why = "could not open GPU 0 (primary context)";
         return -1;
     }
     gpu->arch = major * 10 + minor;
     return 0;
+}
+
+int support_variant_runs_here(const support_gpu *gpu, const tile_variant_info *info) {
+    return gpu->arch >= info->arch_min && (!info->arch_max || gpu->arch <= info->arch_max) &&
+           info->smem_bytes <= gpu->smem_limit;
 }
 
 void support_gpu_close(support_gpu *gpu) {

@@ -23,8 +23,12 @@ typedef struct support_gpu {
     CUcontext context;
     int32_t arch;
     int32_t sm_count;
+    int32_t smem_limit; /* shared memory one program may opt in to */
     char name[128];
 } support_gpu;
+
+/* Whether `info`'s variant can run on this GPU at all: its arch range and shared memory. */
+int support_variant_runs_here(const support_gpu *gpu, const tile_variant_info *info);
 
 /* Makes device 0's primary context current. Returns 0, or -1 with the reason in *why. */
 int support_gpu_open(support_gpu *gpu, const char **why);

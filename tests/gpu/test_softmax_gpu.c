@@ -476,7 +476,7 @@ int main(void) {
             continue;
         }
         if (strcmp(v.op, "softmax") || (only && !strstr(v.name, only))) continue;
-        if (gpu.arch < v.arch_min || (v.arch_max && gpu.arch > v.arch_max)) {
+        if (!support_variant_runs_here(&gpu, &v)) { /* arch range, or shared memory (sm_86/89) */
             other_arch++;
             REPORT(!check_arch_mismatch(i, &v), v.name);
             continue;
