@@ -100,17 +100,20 @@ tile_status tile_softmax_explain(tile_dtype dtype, int64_t rows, int64_t cols, i
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "tile_softmax_explain: pointer_align is %d; it must be a power of two",
                          pointer_align);
-    if ((size_t)pointer_align < tile_dtype_size(dtype) && (unsigned)dtype < TILE_DTYPE_COUNT_)
-        return tile_fail(TILE_STATUS_MISALIGNED,
-                         "tile_softmax_explain: pointer_align is %d; %s pointers are aligned to "
-                         "at least their %zu-byte elements",
-                         pointer_align, tile_dtype_string(dtype), tile_dtype_size(dtype));
-    /* Stand-in pointers aligned to exactly pointer_align (256 at most) let the shared checks
-     * run unchanged; they are never dereferenced. */
-    const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256 : pointer_align);
+    /* Stand-in pointers aligned to pointer_align (at least the element size, at most 256) let
+     * the shared checks run unchanged and in the ops' order; they are never dereferenced. A
+     * pointer_align below the element size is reported where the ops report misalignment. */
+    const size_t elem = tile_dtype_size(dtype) ? tile_dtype_size(dtype) : 1;
+    const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256
+                                       : (size_t)pointer_align < elem ? elem : (size_t)pointer_align);
     int32_t align;
     tile_status s = tile_check_rowwise("tile_softmax_explain", dtype, (const void *)(fake * 3),
                                        (const void *)fake, rows, cols, ld_y, ld_x, &align);
+    if (s == TILE_STATUS_SUCCESS && (size_t)pointer_align < elem)
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "tile_softmax_explain: pointer_align is %d; %s pointers are aligned to "
+                         "at least their %zu-byte elements",
+                         pointer_align, tile_dtype_string(dtype), elem);
     if (s != TILE_STATUS_SUCCESS) return s;
     int32_t sm_count = 0, smem_limit = tile_arch_smem_limit(arch);
     if (arch == 0) {
