@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine over a carried install folder (.device/, made by
 # scripts/device_pack.sh here): correctness, tuning, benches. Prints a short table last.
-# Usage: bash scripts/device_run.sh [check] [tune] [verify] [bench] [gtest] [torch] [tests]
+# Usage: bash scripts/device_run.sh [check] [tests] [tune] [verify] [bench] [gtest] [torch]
+#        [pytest] [examples] [regress] [sanitize] [ncu]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=$PWD/.device
@@ -51,6 +52,46 @@ if [[ $steps == *" torch "* ]]; then
     --out "$OUT" >"$OUT/vs_torch.log" 2>&1
   echo "vs_torch rc=$?" | tee -a "$summary"
   tail -45 "$OUT/vs_torch.log"
+fi
+if [[ $steps == *" pytest "* ]]; then
+  FUSEDOPS_LIBRARY=$D/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 300 \
+    python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$OUT/pytest.log" 2>&1
+  echo "torch ops test rc=$? $(grep -E '^(Ran|OK|FAILED)' "$OUT/pytest.log" | tr '\n' ' ')" | tee -a "$summary"
+  grep -E "overhead|us per call" "$OUT/pytest.log" | head -5 | tee -a "$summary"
+fi
+if [[ $steps == *" examples "* ]]; then
+  for e in "$D"/bin/example_*; do
+    timeout 120 "$e" >"$OUT/$(basename "$e").log" 2>&1
+    echo "$(basename "$e") rc=$? $(tail -1 "$OUT/$(basename "$e").log")" | tee -a "$summary"
+  done
+fi
+if [[ $steps == *" regress "* ]]; then
+  # Issue 7: record the baseline, run again on the same build (expect no regression), then with
+  # a tuning file that sends one shape to a slower variant (expect a named failure).
+  rb="python3 bench/regress.py --bench $D/bin/bench_softmax --repetitions ${REGRESS_REPS:-5} --filter ${REGRESS_FILTER:-softmax/(bf16|f32)/(4096x4096|8192x8192|32768x4096|1024x32768)$}"
+  $rb --write-baseline --baseline "$OUT/sm_90.json" >"$OUT/regress.log" 2>&1
+  echo "regress baseline rc=$?" | tee -a "$summary"
+  $rb --baseline "$OUT/sm_90.json" >>"$OUT/regress.log" 2>&1
+  echo "regress same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
+  FUSEDOPS_TUNING_FILE=bench/slowed_sm_90.tsv $rb --baseline "$OUT/sm_90.json" >"$OUT/regress_slowed.log" 2>&1
+  echo "regress slowed rc=$? $(grep -i regress "$OUT/regress_slowed.log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
+fi
+if [[ $steps == *" sanitize "* ]]; then
+  # Issue 9: compute-sanitizer over the GPU tests (FUSEDOPS_TEST_VARIANT narrows where slow).
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for t in "$D"/tests/test_*gpu*; do
+    for tool in memcheck racecheck initcheck; do
+      timeout ${SAN_TIMEOUT:-150} "$cs" --tool $tool --error-exitcode 99 "$t" >"$OUT/san_$(basename "$t")_$tool.log" 2>&1
+      echo "sanitize $tool $(basename "$t") rc=$? $(grep -E 'ERROR SUMMARY|passed,' "$OUT/san_$(basename "$t")_$tool.log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
+    done
+  done
+fi
+if [[ $steps == *" ncu "* ]]; then
+  ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+    --section LaunchStats -c ${NCU_COUNT:-2} -k regex:${NCU_KERNEL:-softmax} \
+    fusedops bench ${NCU_ARGS:-softmax --dtype bf16 --shape 32768x4096} >"$OUT/ncu.txt" 2>&1
+  echo "ncu rc=$?" | tee -a "$summary"
+  grep -E "^  [a-z]|Throughput|Duration|Achieved Occupancy|Registers Per|Block Size|Grid Size|Theoretical Occ|Waves" "$OUT/ncu.txt" | head -60
 fi
 echo "==== summary"
 cat "$summary"
