@@ -160,6 +160,106 @@ TILE_API tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, 
                                           void *y, const void *x, int64_t rows, int64_t cols,
                                           int64_t ld_y, int64_t ld_x, tile_stream stream);
 
+/*
+ * Normalization and the transformer block's add-and-norm (docs/api.md, "Norms").
+ *
+ * Shared rules: storage fp32, fp16 or bf16 (every tensor argument alike: x, y, s, residual,
+ * bias, weight, norm_bias); math in fp32; any rows >= 1, cols >= 1; row strides in elements
+ * (ld >= cols). Per-row statistics (mean, rstd) are fp32 arrays of `rows` floats. Vectors of
+ * `cols` elements (bias, weight, norm_bias) are broadcast over rows; NULL means absent.
+ * An output may equal an input of the same row stride (in place); other overlaps are
+ * undefined. Rows of any width are supported: up to the widest one-pass variant the row stays
+ * on chip (8192 columns in registers on sm_80+, 65536 over a thread-block cluster on sm_90),
+ * wider rows take a two-pass variant that reads the row again from L2/memory.
+ * Statuses as tile_softmax, plus INVALID_ARGUMENT for eps < 0 or not finite, p outside
+ * [0, 1), or a required pointer that is NULL; MISALIGNED when any tensor pointer is not
+ * aligned to its element size (or a statistics pointer to 4 bytes).
+ */
+
+/* y = (x - mean) * rstd * weight + bias per row, rstd = 1 / sqrt(var + eps) (biased variance).
+ * weight and bias may each be NULL; mean and rstd, when not NULL, receive the row statistics
+ * (what a backward pass needs). */
+TILE_API tile_status tile_layernorm(tile_dtype dtype, void *y, const void *x, const void *weight,
+                                    const void *bias, float *mean, float *rstd, int64_t rows,
+                                    int64_t cols, int64_t ld_y, int64_t ld_x, float eps,
+                                    tile_stream stream);
+
+/* y = x * rstd * weight per row, rstd = 1 / sqrt(mean(x^2) + eps). weight and rstd may be NULL. */
+TILE_API tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, const void *weight,
+                                  float *rstd, int64_t rows, int64_t cols, int64_t ld_y,
+                                  int64_t ld_x, float eps, tile_stream stream);
+
+/*
+ * Bias-dropout-add: y = residual + dropout(x + bias, p). bias may be NULL. Dropout keeps an
+ * element with probability 1 - p and scales kept ones by 1 / (1 - p) (the fp32 value
+ * 1.0f / (1.0f - p)); p = 0 is the identity (no random numbers are drawn). The keep decision
+ * of element (r, c) is a pure function of (seed, offset, r, c): Philox4x32-10 keyed by `seed`,
+ * counter (c / 4, r, offset) (docs/api.md, "Dropout random numbers"), so the same (seed,
+ * offset) gives the same mask for every variant, dtype and GPU. mask, when not NULL, receives
+ * one byte per element (1 kept, 0 dropped), rows x cols with row stride cols.
+ */
+TILE_API tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x,
+                                           const void *residual, const void *bias,
+                                           uint8_t *mask, int64_t rows, int64_t cols,
+                                           int64_t ld_y, int64_t ld_x, int64_t ld_residual,
+                                           float p, uint64_t seed, uint64_t offset,
+                                           tile_stream stream);
+
+typedef enum tile_norm_kind {
+    TILE_NORM_NONE = 0,  /* no norm: only s is written (tile_residual_dropout) */
+    TILE_NORM_LAYER = 1, /* LayerNorm */
+    TILE_NORM_RMS = 2,   /* RMSNorm (norm_bias and mean must be NULL) */
+    TILE_NORM_COUNT_
+} tile_norm_kind;
+
+/* The arguments of the add-and-norm family. Set struct_size = sizeof(tile_add_norm_args) and
+ * zero what is unused (a designated initializer does both): fields may be appended later. */
+typedef struct tile_add_norm_args {
+    size_t struct_size;
+    tile_dtype dtype;
+    tile_norm_kind norm;
+    int64_t rows, cols;
+    void *y;              /* norm(s) * weight + norm_bias; unused (NULL) for TILE_NORM_NONE */
+    int64_t ld_y;
+    void *s;              /* residual + dropout(x + bias): the new residual stream; may be NULL
+                             only when there is nothing to add (no residual, bias or dropout) */
+    int64_t ld_s;
+    const void *x;
+    int64_t ld_x;
+    const void *residual; /* NULL: nothing added */
+    int64_t ld_residual;
+    const void *bias;     /* [cols], added to x before dropout, or NULL */
+    const void *weight;   /* [cols] norm scale, or NULL (1) */
+    const void *norm_bias;/* [cols] LayerNorm shift, or NULL (0) */
+    float eps;
+    float p;              /* dropout probability in [0, 1) */
+    uint64_t seed, offset;
+    uint8_t *mask;        /* rows x cols keep bytes (row stride cols), or NULL */
+    float *mean, *rstd;   /* [rows] row statistics of s, or NULL */
+} tile_add_norm_args;
+
+/*
+ * The add-and-norm of a transformer block in one pass over memory: s = residual +
+ * dropout(x + bias, p) is written (the new residual stream, rounded to the storage dtype), and
+ * y = LayerNorm(s) or RMSNorm(s) (args->norm) of exactly that stored s. Dropout as
+ * tile_residual_dropout; norm as tile_layernorm / tile_rmsnorm. s may equal residual or x
+ * (same row stride). INVALID_ARGUMENT also for a NULL args, a struct_size too small, norm not
+ * LAYER or RMS, y or s or residual NULL.
+ */
+TILE_API tile_status tile_residual_dropout_norm(const tile_add_norm_args *args,
+                                                tile_stream stream);
+
+/* Runs exactly variant `variant` of op "norm" (the kernels behind the four functions above)
+ * on `args` (any norm kind, TILE_NORM_NONE included), for tests, tuning and benchmarks.
+ * Statuses as tile_softmax_variant. */
+TILE_API tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *args,
+                                           tile_stream stream);
+
+/* The variant the norm functions would launch for this problem; as tile_softmax_explain. */
+TILE_API tile_status tile_norm_explain(tile_dtype dtype, int64_t rows, int64_t cols,
+                                       int64_t ld_y, int64_t ld_x, int32_t pointer_align,
+                                       int32_t arch, tile_decision *decision);
+
 /* The compute capability of the current device as 10*major+minor, in *arch. */
 TILE_API tile_status tile_device_arch(int32_t *arch);
 

@@ -10,8 +10,9 @@ cp "$build/fusedops" .device/bin/
 [ -f "$build/example_softmax" ] && cp "$build/example_softmax" .device/bin/
 [ -f "$build/bench/bench_softmax" ] && cp "$build/bench/bench_softmax" .device/bin/
 for t in "$build"/tests/test_*gpu*; do [ -x "$t" ] && cp "$t" .device/tests/; done
-for l in libcmocka.so.0 libbenchmark.so.1 libbenchmark_main.so.1; do
-  p=$(ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}')
-  [ -n "$p" ] && cp -L "$p" .device/lib/
-done
+# Whatever the carried binaries link that the device image lacks (cmocka, Google Benchmark,
+# under the names this machine's packages give them).
+for b in .device/bin/* .device/tests/*; do
+  ldd "$b" 2>/dev/null | awk '/libcmocka|libbenchmark/ {print $3}'
+done | sort -u | while read -r p; do cp -L "$p" .device/lib/; done
 du -sh .device

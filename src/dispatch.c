@@ -267,3 +267,86 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }
+
+tile_status tile_check_variant_index(const char *fn, int32_t variant) {
+    if (variant < 0 || variant >= tile_registry_count)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: variant %d is outside [0, %d)", fn,
+                         variant, tile_registry_count);
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_check_variant(const char *fn, int32_t variant, const tile_problem *p) {
+    tile_status s = tile_check_variant_index(fn, variant);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    const tile_variant *v = &tile_registry[variant];
+    const char *why = NULL;
+    if (tile_variant_eligible(v, p, &why)) return TILE_STATUS_SUCCESS;
+    if (!strcmp(why, "shared memory"))
+        return tile_fail(TILE_STATUS_ARCH_MISMATCH,
+                         "%s: %s needs %d bytes of shared memory per program; this device "
+                         "allows %d",
+                         fn, v->name, v->smem_bytes, p->smem_limit);
+    if (!strcmp(why, "arch"))
+        return tile_fail(TILE_STATUS_ARCH_MISMATCH,
+                         "%s: %s runs on sm_%d to sm_%d (0: any newer), this device is sm_%d", fn,
+                         v->name, v->arch_min, v->arch_max, p->arch);
+    if (!strcmp(why, "alignment"))
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "%s: %s needs %d-byte aligned pointers and row strides; these are "
+                         "aligned to %d",
+                         fn, v->name, v->align_bytes, p->align);
+    if (!strcmp(why, "cols"))
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s takes at most %lld columns, got cols %lld", fn, v->name,
+                         (long long)v->max_cols, (long long)p->cols);
+    return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s is a %s %s variant, not %s %s", fn,
+                     v->name, v->op, tile_dtype_string(v->dtype), p->op,
+                     tile_dtype_string(p->dtype));
+}
+
+tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtype, int64_t rows,
+                                 int64_t cols, int64_t ld_y, int64_t ld_x, int32_t pointer_align,
+                                 int32_t arch, tile_decision *decision) {
+    tile_begin_call();
+    if (!decision) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: decision is NULL", fn);
+    if (decision->struct_size < TILE_DECISION_V1_SIZE)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: decision->struct_size is %zu; set it to sizeof(tile_decision) (%zu)",
+                         fn, decision->struct_size, sizeof(tile_decision));
+    if (pointer_align < 1 || (pointer_align & (pointer_align - 1)))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: pointer_align is %d; it must be a power of two", fn, pointer_align);
+    /* Stand-in pointers aligned to pointer_align (at least the element size, at most 256) let
+     * the shared checks run unchanged and in the ops' order; they are never dereferenced. A
+     * pointer_align below the element size is reported where the ops report misalignment. */
+    const size_t elem = tile_dtype_size(dtype) ? tile_dtype_size(dtype) : 1;
+    const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256
+                                       : (size_t)pointer_align < elem ? elem : (size_t)pointer_align);
+    int32_t align;
+    tile_status s = tile_check_rowwise(fn, dtype, (const void *)(fake * 3), (const void *)fake,
+                                       rows, cols, ld_y, ld_x, &align);
+    if (s == TILE_STATUS_SUCCESS && (size_t)pointer_align < elem)
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "%s: pointer_align is %d; %s pointers are aligned to at least their "
+                         "%zu-byte elements",
+                         fn, pointer_align, tile_dtype_string(dtype), elem);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    int32_t sm_count = 0, smem_limit = tile_arch_smem_limit(arch);
+    if (arch == 0) {
+        const tile_device *device;
+        if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
+        arch = device->arch;
+        sm_count = device->sm_count;
+        smem_limit = device->smem_limit;
+    } else if (arch < 10) {
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: arch is %d; give 10*major+minor (90 = sm_90) or 0", fn, arch);
+    }
+    tile_problem p = {op, dtype, rows, cols, align, arch, sm_count, smem_limit};
+    tile_decision d = {.struct_size = sizeof d};
+    if ((s = tile_dispatch(&p, &d)) != TILE_STATUS_SUCCESS) return s;
+    const size_t size = decision->struct_size; /* copy only what the caller's struct holds */
+    memcpy(decision, &d, size < sizeof d ? size : sizeof d);
+    decision->struct_size = size;
+    return TILE_STATUS_SUCCESS;
+}

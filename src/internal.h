@@ -75,4 +75,27 @@ tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, 
                                int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
                                int32_t *align);
 
+/* One more rows x cols operand of an op (a residual, a second output): not NULL, ld >= cols,
+ * byte extent within int64, aligned to its element; lowers *align to what it allows. `name`
+ * and `ld_name` are the argument names the messages use. */
+tile_status tile_check_operand(const char *op, const char *name, const char *ld_name,
+                               const void *p, int64_t rows, int64_t cols, int64_t ld, size_t elem,
+                               int32_t *align);
+/* An optional vector of n elements (a bias or weight): NULL passes; else as tile_check_operand. */
+tile_status tile_check_vector(const char *op, const char *name, const void *p, int64_t n,
+                              size_t elem, int32_t *align);
+
+/* INVALID_ARGUMENT unless 0 <= variant < tile_registry_count (checked before the device). */
+tile_status tile_check_variant_index(const char *fn, int32_t variant);
+/* Whether variant `variant` may run problem p, with the status and message a *_variant entry
+ * point `fn` reports when it may not (index out of range, wrong op or dtype, arch, shared
+ * memory, alignment, shape). */
+tile_status tile_check_variant(const char *fn, int32_t variant, const tile_problem *p);
+
+/* The body of the *_explain entry points: validates like the op would (with stand-in pointers
+ * aligned to pointer_align), then dispatches for `arch` (0: the current device). */
+tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtype, int64_t rows,
+                                 int64_t cols, int64_t ld_y, int64_t ld_x, int32_t pointer_align,
+                                 int32_t arch, tile_decision *decision);
+
 #endif

@@ -8,6 +8,39 @@ static int extent_overflows(int64_t rows, int64_t cols, int64_t ld, size_t elem)
     return (rows - 1) * ld + cols > limit;
 }
 
+/* Alignment a launch may rely on for one rows x cols operand: its pointer's, and (more than one
+ * row) its row stride's in bytes. */
+static int32_t operand_alignment(const void *p, int64_t rows, int64_t ld, size_t elem) {
+    int32_t a = tile_alignment_of((uintptr_t)p);
+    int32_t b = tile_alignment_of((uint64_t)ld * elem);
+    return rows == 1 || a < b ? a : b; /* a single row has no stride to respect */
+}
+
+tile_status tile_check_operand(const char *op, const char *name, const char *ld_name,
+                               const void *p, int64_t rows, int64_t cols, int64_t ld, size_t elem,
+                               int32_t *align) {
+    if (!p) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op, name);
+    if (ld < cols)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is %lld; it must be >= cols (%lld)",
+                         op, ld_name, (long long)ld, (long long)cols);
+    if (extent_overflows(rows, cols, ld, elem))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: rows %lld x %s %lld elements of %zu bytes overflow int64", op,
+                         (long long)rows, ld_name, (long long)ld, elem);
+    if ((uintptr_t)p % elem)
+        return tile_fail(TILE_STATUS_MISALIGNED, "%s: %s (%p) is not aligned to its %zu-byte elements",
+                         op, name, p, elem);
+    const int32_t a = operand_alignment(p, rows, ld, elem);
+    if (a < *align) *align = a;
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_check_vector(const char *op, const char *name, const void *p, int64_t n,
+                              size_t elem, int32_t *align) {
+    if (!p) return TILE_STATUS_SUCCESS;
+    return tile_check_operand(op, name, name, p, 1, n, n, elem, align);
+}
+
 tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, const void *x,
                                int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
                                int32_t *align) {
@@ -47,13 +80,8 @@ tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, 
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: y == x (in place) needs ld_y == ld_x, got %lld and %lld", op,
                          (long long)ld_y, (long long)ld_x);
-    int32_t a = tile_alignment_of((uintptr_t)y);
-    int32_t b = tile_alignment_of((uintptr_t)x);
-    int32_t c = tile_alignment_of((uint64_t)ld_y * elem);
-    int32_t d = tile_alignment_of((uint64_t)ld_x * elem);
-    a = a < b ? a : b;
-    c = c < d ? c : d;
-    /* A single row has no stride to respect. */
-    *align = rows == 1 ? a : (a < c ? a : c);
+    const int32_t a = operand_alignment(y, rows, ld_y, elem);
+    const int32_t b = operand_alignment(x, rows, ld_x, elem);
+    *align = a < b ? a : b;
     return TILE_STATUS_SUCCESS;
 }

@@ -78,6 +78,17 @@ m4_define(<|TILE_STAGE_WAIT|>, <|tile::stage_wait()|>)
 m4_define(<|TILE_STAGE_LOAD|>, <|TILE_ARGS(<|TILE_STAGE_LOAD|>, <|$10|>, 10)m4_dnl
 tile::frag<$2> $1; tile::stage_load<$2>($1, $3, (const T *)($4), $5, $6, $7, $8, $9, $10)|>)
 
+# TILE_LOAD_VECTOR(t, L, ptr, col0, cols, other): t = the [BLOCK_N] vector ptr[col0 + c]
+# (a weight or bias of `cols` elements) broadcast over the tile's rows, `other` beyond cols.
+m4_define(<|TILE_LOAD_VECTOR|>, <|TILE_ARGS(<|TILE_LOAD_VECTOR|>, <|$6|>, 6)m4_dnl
+tile::frag<$2> $1; tile::load_vector<$2>($1, (const T *)($3), $4, $5, $6)|>)
+# TILE_STORE_ROW(ptr, L, row, rows, value): ptr[row] = value (fp32 per-row results, such as
+# row statistics), once per row.
+m4_define(<|TILE_STORE_ROW|>, <|TILE_ARGS(<|TILE_STORE_ROW|>, <|$5|>, 5)m4_dnl
+tile::store_row<$2>($1, $3, $4, $5)|>)
+# TILE_ROUND(t): t = t rounded to the storage dtype (what storing it writes), kept in fp32.
+m4_define(<|TILE_ROUND|>, <|tile::round_to<T>($1)|>)
+
 # ---------------------------------------------------------------------------- maps
 # TILE_MAP(out, t, expr): out = expr applied to every element v of t (expr reads `v`; quote it
 # with <| |> if it holds a comma).
@@ -87,6 +98,22 @@ const auto $1 = tile::map($2, [&](float v) { return $3; })|>)
 # TILE_APPLY(t, expr): t = expr applied in place to every element v of t (no new registers).
 m4_define(<|TILE_APPLY|>, <|TILE_ARGS(<|TILE_APPLY|>, <|$2|>, 2)m4_dnl
 tile::apply($1, [&](float v) { return $2; })|>)
+
+# TILE_APPLY_WITH(t, u, expr): t = expr in place, elementwise, reading v (t's element) and u
+# (the same element of tile u).
+m4_define(<|TILE_APPLY_WITH|>, <|TILE_ARGS(<|TILE_APPLY_WITH|>, <|$3|>, 3)m4_dnl
+tile::apply_with($1, $2, [&](float v, float u) { return $3; })|>)
+
+# ---------------------------------------------------------------------------- dropout
+# TILE_DROPOUT(t, L, keep, row, col0, seed, offset, threshold, scale): dropout in place over
+# tile col0 of `row`: element (row, col) is kept iff its Philox4x32-10 word for (seed, offset,
+# row, col) is >= threshold, kept ones scaled by scale, dropped ones 0; keep = which were kept.
+m4_define(<|TILE_DROPOUT|>, <|TILE_ARGS(<|TILE_DROPOUT|>, <|$9|>, 9)m4_dnl
+tile::keep_bits<$2> $3; tile::dropout<$2>($1, $3, $4, $5, $6, $7, $8, $9)|>)
+# TILE_STORE_KEEP(ptr, keep, L, row, rows, col0, cols, ld): ptr[row * ld + col] = 1 where
+# dropout kept the element, 0 where it dropped it (bytes), in bounds only.
+m4_define(<|TILE_STORE_KEEP|>, <|TILE_ARGS(<|TILE_STORE_KEEP|>, <|$8|>, 8)m4_dnl
+tile::store_keep<$3>($1, $2, $4, $5, $6, $7, $8)|>)
 
 # ---------------------------------------------------------------------------- reductions
 # TILE_ROW_MAX(m, L, t) / TILE_ROW_SUM(s, L, t): m = max over the row of t, s = its sum; every
@@ -104,11 +131,24 @@ m4_define(<|TILE_ROW_ONLINE|>, <|TILE_ARGS(<|TILE_ROW_ONLINE|>, <|$4|>, 4)m4_dnl
 const tile::online $1_$2 = tile::row_reduce<$3>($4, tile::op_online{}); m4_dnl
 const float $1 = $1_$2.m, $2 = $1_$2.s|>)
 
+# TILE_MOMENTS(acc): running row statistics (count, mean, sum of squared deviations), empty.
+# TILE_MOMENTS_UPDATE(acc, L, t, col0, cols): fold the elements of tile col0 below cols in.
+# TILE_ROW_MOMENTS(mean, var, L, acc): combine acc over the row: its mean and (biased)
+# variance. Collective, as TILE_ROW_SUM.
+m4_define(<|TILE_MOMENTS|>, <|tile::moments $1 = {0.0f, 0.0f, 0.0f}|>)
+m4_define(<|TILE_MOMENTS_UPDATE|>, <|TILE_ARGS(<|TILE_MOMENTS_UPDATE|>, <|$5|>, 5)m4_dnl
+$1 = tile::moments_update<$2>($1, $3, $4, $5)|>)
+m4_define(<|TILE_ROW_MOMENTS|>, <|TILE_ARGS(<|TILE_ROW_MOMENTS|>, <|$4|>, 4)m4_dnl
+const tile::moments $1_$2 = tile::row_reduce<$3>($4, tile::op_moments{}); m4_dnl
+const float $1 = $1_$2.mean, $2 = $1_$2.m2 / $1_$2.n|>)
+
 # ---------------------------------------------------------------------------- math
 # exp and log as the tile language computes them (SFU approximations, fp32).
 # TILE_EXP_SUB(a, b) is exp(a - b) in one FFMA and one MUFU.EX2 (prefer it inside maps).
 m4_define(<|TILE_EXP|>, <|tile::exp($1)|>)
 m4_define(<|TILE_EXP_SUB|>, <|TILE_ARGS(<|TILE_EXP_SUB|>, <|$2|>, 2)tile::exp_sub($1, $2)|>)
 m4_define(<|TILE_LOG|>, <|tile::log($1)|>)
+# TILE_RSQRT(x): 1 / sqrt(x) (SFU approximation, fp32).
+m4_define(<|TILE_RSQRT|>, <|rsqrtf($1)|>)
 
 m4_changecom()m4_divert(0)m4_dnl

@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "norm_args.h" // argument blocks of kernels/*.tile, shared with the host
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #include <cooperative_groups.h>
 #define TILE_HAS_CLUSTERS 1
@@ -163,6 +165,30 @@ __device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, in
     }
 }
 
+// A [BLOCK_N] vector (a weight or bias of `cols` elements) broadcast over the tile's rows:
+// every row of the tile gets vec[col0 + c], `other` beyond cols. Cached (it is read by every row).
+template <typename L, typename T>
+__device__ __forceinline__ void load_vector(frag<L> &t, const T *vec, int64_t col0, int64_t cols,
+                                            float other) {
+    load<L, false>(t, vec, 0, 1, col0, cols, 0, other);
+}
+
+// Per-row fp32 scalars (row statistics): one thread of the row's (and the cluster's first
+// program's) threads writes value to p[row].
+template <typename L>
+__device__ __forceinline__ void store_row(float *p, int64_t row, int64_t rows, float value) {
+    if (row < rows && L::lane() == 0 && L::cluster_rank() == 0) p[row] = value;
+}
+
+// Rounds every element to storage type T and back: the tile then holds exactly what a store
+// of it writes.
+template <typename T, typename L> __device__ __forceinline__ void round_to(frag<L> &t) {
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(from_float<T>(t.v[i][k]));
+}
+
 // ------------------------------------------------------------------------------ staging
 // A row slice staged in shared memory in its storage dtype (the kernel's dynamic shared
 // memory). Tile k of this program (k-th column tile it walks) lives at offset k * BLOCK_N.
@@ -243,6 +269,113 @@ template <typename L, typename F> __device__ __forceinline__ frag<L> map(const f
 #pragma unroll
         for (int k = 0; k < L::VEC; k++) r.v[i][k] = f(a.v[i][k]);
     return r;
+}
+
+// In place, elementwise with a second tile of the same layout: a = f(a, b).
+template <typename L, typename F>
+__device__ __forceinline__ void apply_with(frag<L> &a, const frag<L> &b, F f) {
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) a.v[i][k] = f(a.v[i][k], b.v[i][k]);
+}
+
+// ------------------------------------------------------------------------------ dropout
+// Philox4x32-10 (Salmon et al., SC'11): counter-based, so an element's random word depends on
+// (key, counter) alone, never on which thread, variant or GPU computes it.
+__device__ __forceinline__ uint4 philox4x32_10(uint4 c, uint32_t k0, uint32_t k1) {
+#pragma unroll
+    for (int round = 0; round < 10; round++) {
+        if (round) {
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        const uint32_t hi0 = __umulhi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        const uint32_t hi1 = __umulhi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = make_uint4(hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0);
+    }
+    return c;
+}
+
+// The four random words of element group (row, col / 4): counter (col / 4, row, offset) as
+// docs/api.md specifies; element col takes word col % 4.
+__device__ __forceinline__ uint4 dropout_words(uint64_t seed, uint64_t offset, int64_t row,
+                                               int64_t col) {
+    const uint4 counter = make_uint4((uint32_t)(col >> 2), (uint32_t)row, (uint32_t)offset,
+                                     (uint32_t)(offset >> 32) ^ (uint32_t)(row >> 32) ^
+                                         (uint32_t)(col >> 34));
+    return philox4x32_10(counter, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+__device__ __forceinline__ uint32_t word_of(uint4 w, int j) {
+    return j == 0 ? w.x : j == 1 ? w.y : j == 2 ? w.z : w.w;
+}
+
+// Which of a thread's tile elements dropout kept: bit i*VEC + k for element v[i][k].
+template <typename L> struct keep_bits {
+    static_assert(L::ITERS * L::VEC <= 32, "a thread holds at most 32 elements of a tile");
+    uint32_t bits;
+};
+
+// Dropout in place over tile col0 of `row`: element (row, col) is kept iff its random word is
+// at least `threshold`, and kept elements are scaled by `scale`; dropped ones become 0.
+template <typename L>
+__device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t row, int64_t col0,
+                                        uint64_t seed, uint64_t offset, uint32_t threshold,
+                                        float scale) {
+    keep.bits = 0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++) {
+        const int64_t c = col0 + L::col(i);
+        if constexpr (L::VEC % 4 == 0) { // vectors start at multiples of 4: one draw per 4
+#pragma unroll
+            for (int g = 0; g < L::VEC; g += 4) {
+                const uint4 w = dropout_words(seed, offset, row, c + g);
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const bool kept = word_of(w, j) >= threshold;
+                    t.v[i][g + j] = kept ? t.v[i][g + j] * scale : 0.0f;
+                    keep.bits |= (uint32_t)kept << (i * L::VEC + g + j);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) {
+                const uint4 w = dropout_words(seed, offset, row, c + k);
+                const bool kept = word_of(w, (int)((c + k) & 3)) >= threshold;
+                t.v[i][k] = kept ? t.v[i][k] * scale : 0.0f;
+                keep.bits |= (uint32_t)kept << (i * L::VEC + k);
+            }
+        }
+    }
+}
+
+// Stores the keep bits as bytes (1 kept, 0 dropped) at mask[row * ld + col], in bounds only.
+template <typename L>
+__device__ __forceinline__ void store_keep(uint8_t *mask, const keep_bits<L> &keep, int64_t row,
+                                           int64_t rows, int64_t col0, int64_t cols, int64_t ld) {
+    if (row >= rows) return;
+    uint8_t *p = mask + row * ld + col0;
+    const int64_t limit = cols - col0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++) {
+        const int c = L::col(i);
+        const uint32_t b = keep.bits >> (i * L::VEC);
+        if constexpr (L::VEC == 4 || L::VEC == 8) {
+            // Whole aligned vectors as one 4- or 8-byte store; the row stride (cols) decides
+            // whether a row's bytes are aligned, so check the address.
+            if (c + L::VEC <= limit && ((uintptr_t)(p + c) % L::VEC) == 0) {
+                uint64_t bytes = 0;
+#pragma unroll
+                for (int k = 0; k < L::VEC; k++) bytes |= (uint64_t)((b >> k) & 1u) << (8 * k);
+                if constexpr (L::VEC == 4) *reinterpret_cast<uint32_t *>(p + c) = (uint32_t)bytes;
+                else *reinterpret_cast<uint64_t *>(p + c) = bytes;
+                continue;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++)
+            if (c + k < limit) p[c + k] = (uint8_t)((b >> k) & 1u);
+    }
 }
 
 // ------------------------------------------------------------------------------ reductions
@@ -335,6 +468,52 @@ template <typename L> __device__ __forceinline__ online online_update(online acc
 #pragma unroll
         for (int k = 0; k < L::VEC; k++) s += tile::exp_sub(t.v[i][k], m);
     return online{m, s};
+}
+
+// ------------------------------------------------------------------------------ moments
+// Running mean and sum of squared deviations (m2) of n values, combined pairwise (Chan et al.):
+// exact two-pass statistics inside a thread, no catastrophic cancellation across threads.
+struct moments {
+    float n, mean, m2;
+};
+__device__ __forceinline__ moments moments_combine(moments a, moments b) {
+    if (b.n == 0.0f) return a;
+    if (a.n == 0.0f) return b;
+    const float n = a.n + b.n, d = b.mean - a.mean, fb = b.n / n;
+    return moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+}
+struct op_moments {
+    __device__ moments operator()(moments a, moments b) const { return moments_combine(a, b); }
+};
+__device__ __forceinline__ moments shfl_xor(moments v, int mask) {
+    return moments{__shfl_xor_sync(0xffffffffu, v.n, mask), __shfl_xor_sync(0xffffffffu, v.mean, mask),
+                   __shfl_xor_sync(0xffffffffu, v.m2, mask)};
+}
+
+// Folds the in-bounds elements of tile col0 (columns below cols) into acc: this thread's mean
+// first, then its squared deviations, from registers.
+template <typename L>
+__device__ __forceinline__ moments moments_update(moments acc, const frag<L> &t, int64_t col0,
+                                                  int64_t cols) {
+    const int64_t limit = cols - col0;
+    float n = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++)
+            if (L::col(i) + k < limit) {
+                n += 1.0f;
+                sum += t.v[i][k];
+            }
+    if (n == 0.0f) return acc;
+    const float mean = sum / n;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++)
+            if (L::col(i) + k < limit) m2 = __fmaf_rn(t.v[i][k] - mean, t.v[i][k] - mean, m2);
+    return moments_combine(acc, moments{n, mean, m2});
 }
 
 } // namespace tile
