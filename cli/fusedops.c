@@ -2,17 +2,18 @@
  * fusedops: the command-line tool.
  *
  *   fusedops list [--op OP] [--dtype D]         embedded variants, archs and parameters
- *   fusedops explain softmax --dtype D --shape RxC [--arch sm_NN] [--align BYTES]
+ *   fusedops explain OP --dtype D --shape RxC [--arch sm_NN] [--align BYTES]
  *                    [--ld-x N] [--ld-y N]       the variant dispatch picks, and why
  *   fusedops check [--dtype D] [--variant NAME] [--quick]
  *                                                every variant vs a float64 CPU reference
- *   fusedops bench softmax --dtype D --shape RxC [--variant NAME] [--log] [--iters N]
+ *   fusedops bench OP --dtype D --shape RxC [--variant NAME] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
- *   fusedops tune [--dtype D] [--out FILE] [--verify] [--min-cols N]
+ *   fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] [--min-cols N]
  *                                                time every eligible variant over a shape grid
  *                                                and write the winners (autotune_results/)
  *   fusedops version
  *
+ * OP: softmax, log_softmax, layernorm, rmsnorm, residual_dropout, residual_dropout_norm.
  * Exit codes: 0 success, 1 a check failed or a call failed, 2 usage, 3 no GPU.
  */
 #include <inttypes.h>
@@ -34,17 +35,46 @@ typedef struct options {
     int32_t arch, align, iters, quick, log_softmax;
 } options;
 
+/* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
+typedef enum cli_op {
+    OP_SOFTMAX,
+    OP_LOG_SOFTMAX,
+    OP_LAYERNORM,
+    OP_RMSNORM,
+    OP_RESIDUAL_DROPOUT,
+    OP_RESIDUAL_DROPOUT_NORM,
+    OP_COUNT_
+} cli_op;
+static const struct {
+    const char *name, *family;
+    int tensors_read, tensors_written; /* rows x cols tensors: the minimum traffic */
+} op_info[OP_COUNT_] = {
+    [OP_SOFTMAX] = {"softmax", "softmax", 1, 1},
+    [OP_LOG_SOFTMAX] = {"log_softmax", "softmax", 1, 1},
+    [OP_LAYERNORM] = {"layernorm", "norm", 1, 1},
+    [OP_RMSNORM] = {"rmsnorm", "norm", 1, 1},
+    [OP_RESIDUAL_DROPOUT] = {"residual_dropout", "norm", 2, 1},
+    [OP_RESIDUAL_DROPOUT_NORM] = {"residual_dropout_norm", "norm", 2, 2},
+};
+
+static int parse_op(const char *s) {
+    for (int i = 0; i < OP_COUNT_; i++)
+        if (!strcmp(s, op_info[i].name)) return i;
+    return -1;
+}
+
 static int usage(const char *msg) {
     if (msg) fprintf(stderr, "fusedops: %s\n", msg);
     fputs("usage:\n"
           "  fusedops list [--op OP] [--dtype f32|f16|bf16]\n"
-          "  fusedops explain softmax --dtype D --shape ROWSxCOLS [--arch sm_NN] [--align BYTES]"
+          "  fusedops explain OP --dtype D --shape ROWSxCOLS [--arch sm_NN] [--align BYTES]"
           " [--ld-x N] [--ld-y N]\n"
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
-          "  fusedops bench softmax --dtype D --shape ROWSxCOLS [--variant NAME] [--log] "
-          "[--iters N]\n"
-          "  fusedops tune [--dtype D] [--out FILE] [--verify] [--min-cols N]\n"
-          "  fusedops version\n",
+          "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
+          "  fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] "
+          "[--min-cols N]\n"
+          "  fusedops version\n"
+          "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n",
           stderr);
     return EXIT_USAGE;
 }
@@ -123,7 +153,8 @@ static int cmd_list(const options *o) {
 }
 
 static int cmd_explain(int argc, char **argv) {
-    if (argc < 3 || strcmp(argv[2], "softmax")) return usage("explain takes an op: softmax");
+    const int op = argc < 3 ? -1 : parse_op(argv[2]);
+    if (op < 0) return usage("explain takes an op (OP below)");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
     if (o.dtype < 0 || !o.rows) return usage("explain needs --dtype and --shape");
@@ -135,16 +166,17 @@ static int cmd_explain(int argc, char **argv) {
             return EXIT_NO_GPU;
         }
     }
-    tile_status s = tile_softmax_explain((tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x,
-                                         o.align, o.arch, &d);
+    tile_status s = (strcmp(op_info[op].family, "norm") ? tile_softmax_explain
+                                                        : tile_norm_explain)(
+        (tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x, o.align, o.arch, &d);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;
     }
     tile_variant_info v = {.struct_size = sizeof v};
     tile_variant_get(d.variant, &v);
-    printf("softmax %s %lldx%lld (ld_x %lld, ld_y %lld, %d-byte aligned) on sm_%d\n",
-           tile_dtype_string((tile_dtype)o.dtype), (long long)o.rows, (long long)o.cols,
+    printf("%s %s %lldx%lld (ld_x %lld, ld_y %lld, %d-byte aligned) on sm_%d\n",
+           op_info[op].name, tile_dtype_string((tile_dtype)o.dtype), (long long)o.rows, (long long)o.cols,
            (long long)o.ld_x, (long long)o.ld_y, o.align, d.arch);
     printf("  variant:  %s\n  params:   %s\n  rule:     %s\n  why:      %s\n  eligible: %d "
            "variants\n",
@@ -205,7 +237,7 @@ static int cmd_check(int argc, char **argv) {
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     printf("checking on %s (sm_%d)\n", gpu.name, gpu.arch);
-    int variants = 0, failed = 0, cases = 0, skipped = 0;
+    int variants = 0, failed = 0, cases = 0, skipped = 0, unchecked = 0;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
         tile_variant_info v = {.struct_size = sizeof v};
         tile_variant_get(i, &v);
@@ -215,52 +247,69 @@ static int cmd_check(int argc, char **argv) {
             skipped++;
             continue;
         }
+        if (strcmp(v.op, "softmax")) {
+            unchecked++;
+            continue;
+        }
         int f = check_variant(&gpu, i, &v, o.quick, &cases);
         variants++;
         if (f) failed++;
         printf("%-40s %s\n", v.name, f ? "FAIL" : "ok");
     }
-    printf("%d variants checked (%d cases), %d failed, %d not for this GPU\n", variants, cases,
+    printf("%d variants checked (%d cases), %d failed, %d not for this GPU", variants, cases,
            failed, skipped);
+    if (unchecked) printf(", %d of op norm not checked here (tests/gpu/test_norm_gpu)", unchecked);
+    printf("\n");
     support_gpu_close(&gpu);
     return failed ? EXIT_CHECK_FAILED : 0;
 }
 
 /* Inputs for timing: random x rotated over enough copies (256 MiB in all, at most 64) that a
- * launch reads data the previous ones did not leave in L2. */
+ * launch reads data the previous ones did not leave in L2; the residual of launch k is copy
+ * k + 1. Outputs y and s, and random weight and bias vectors. */
 typedef struct bench_buffers {
-    CUdeviceptr x[64], y;
+    CUdeviceptr x[64], y, s, weight, bias;
     int copies;
-    size_t bytes;
+    size_t bytes; /* one rows x cols tensor */
 } bench_buffers;
 
-static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows, int64_t cols,
-                          bench_buffers *b) {
-    const tile_driver *d = gpu->drv;
-    const size_t elem = support_dtype_size(dtype), n = (size_t)(rows * cols);
-    b->bytes = n * elem;
-    b->copies = (int)((256u * 1024 * 1024 + b->bytes - 1) / b->bytes);
-    if (b->copies > 64) b->copies = 64;
+static void upload_uniform(const support_gpu *gpu, tile_dtype dtype, CUdeviceptr *dst, size_t n,
+                           uint64_t seed, float lo, float hi) {
+    const size_t bytes = n * support_dtype_size(dtype);
     float *host = malloc(n * sizeof(float));
-    void *packed = malloc(b->bytes);
+    void *packed = malloc(bytes);
     if (!host || !packed) {
         fprintf(stderr, "fusedops: out of host memory\n");
         exit(1);
     }
-    for (int i = 0; i < b->copies; i++) {
-        support_fill_uniform(host, n, 7 + (uint64_t)i, -8.0f, 8.0f);
-        support_pack(dtype, packed, host, n);
-        SUPPORT_CHECK(gpu, d->cuMemAlloc(&b->x[i], b->bytes));
-        SUPPORT_CHECK(gpu, d->cuMemcpyHtoD(b->x[i], packed, b->bytes));
-    }
-    SUPPORT_CHECK(gpu, d->cuMemAlloc(&b->y, b->bytes));
+    support_fill_uniform(host, n, seed, lo, hi);
+    support_pack(dtype, packed, host, n);
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(dst, bytes));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*dst, packed, bytes));
     free(host);
     free(packed);
 }
 
+static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows, int64_t cols,
+                          bench_buffers *b) {
+    const size_t n = (size_t)(rows * cols);
+    b->bytes = n * support_dtype_size(dtype);
+    b->copies = (int)((256u * 1024 * 1024 + b->bytes - 1) / b->bytes);
+    if (b->copies > 64) b->copies = 64;
+    if (b->copies < 2) b->copies = 2; /* x and a different residual */
+    for (int i = 0; i < b->copies; i++)
+        upload_uniform(gpu, dtype, &b->x[i], n, 7 + (uint64_t)i, -8.0f, 8.0f);
+    upload_uniform(gpu, dtype, &b->weight, (size_t)cols, 3, 0.5f, 1.5f);
+    upload_uniform(gpu, dtype, &b->bias, (size_t)cols, 5, -1.0f, 1.0f);
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->y, b->bytes));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->s, b->bytes));
+}
+
 static void buffers_free(const support_gpu *gpu, bench_buffers *b) {
     for (int i = 0; i < b->copies; i++) SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(b->x[i]));
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(b->y));
+    const CUdeviceptr rest[] = {b->y, b->s, b->weight, b->bias};
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+        SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(rest[i]));
 }
 
 static int compare_float(const void *a, const void *b) {
@@ -268,12 +317,58 @@ static int compare_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+#define DEVICE_PTR(p) ((void *)(uintptr_t)(p))
+
+/* One launch of `op` on launch number k's buffers: the public function (variant -1) or exactly
+ * variant `variant`. Norm ops run as a transformer block would: LayerNorm with weight and bias,
+ * RMSNorm with weight, dropout p = 0.1 with a bias and no mask. */
+static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const bench_buffers *b,
+                             int k, int64_t rows, int64_t cols) {
+    const void *x = DEVICE_PTR(b->x[k % b->copies]);
+    const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies]);
+    void *y = DEVICE_PTR(b->y), *s = DEVICE_PTR(b->s);
+    const void *weight = DEVICE_PTR(b->weight), *bias = DEVICE_PTR(b->bias);
+    if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
+        const int log = op == OP_LOG_SOFTMAX;
+        if (variant >= 0)
+            return tile_softmax_variant(variant, log, dtype, y, x, rows, cols, cols, cols, NULL);
+        return (log ? tile_log_softmax : tile_softmax)(dtype, y, x, rows, cols, cols, cols, NULL);
+    }
+    tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .rows = rows, .cols = cols,
+                            .x = x, .ld_x = cols, .ld_y = cols, .ld_s = cols, .ld_residual = cols,
+                            .eps = 1e-5f, .seed = 1234, .offset = (uint64_t)k};
+    switch (op) {
+    case OP_LAYERNORM:
+        if (variant < 0) return tile_layernorm(dtype, y, x, weight, bias, NULL, NULL, rows, cols,
+                                               cols, cols, a.eps, NULL);
+        a.norm = TILE_NORM_LAYER, a.y = y, a.weight = weight, a.norm_bias = bias;
+        break;
+    case OP_RMSNORM:
+        if (variant < 0) return tile_rmsnorm(dtype, y, x, weight, NULL, rows, cols, cols, cols, a.eps,
+                                             NULL);
+        a.norm = TILE_NORM_RMS, a.y = y, a.weight = weight;
+        break;
+    case OP_RESIDUAL_DROPOUT:
+        if (variant < 0) return tile_residual_dropout(dtype, y, x, residual, bias, NULL, rows, cols,
+                                                      cols, cols, cols, 0.1f, a.seed, a.offset,
+                                                      NULL);
+        a.norm = TILE_NORM_NONE, a.s = y, a.residual = residual, a.bias = bias, a.p = 0.1f;
+        break;
+    default: /* OP_RESIDUAL_DROPOUT_NORM */
+        a.norm = TILE_NORM_LAYER, a.y = y, a.s = s, a.residual = residual, a.bias = bias;
+        a.weight = weight, a.norm_bias = bias, a.p = 0.1f;
+        if (variant < 0) return tile_residual_dropout_norm(&a, NULL);
+        break;
+    }
+    return tile_add_norm_variant(variant, &a, NULL);
+}
+
 /* Median over `repeats` batches of the time per launch, each batch `batch` back-to-back
  * launches between two events (launch gaps amortized). variant -1: the dispatcher; -2: a
- * device-to-device copy of the same bytes (the bandwidth ceiling). Returns 0 or the status. */
-static tile_status time_softmax(const support_gpu *gpu, const bench_buffers *b, int32_t variant,
-                                int log_softmax, tile_dtype dtype, int64_t rows, int64_t cols,
-                                int batch, int repeats, double *median_ms) {
+ * device-to-device copy of one tensor's bytes (the bandwidth ceiling). Returns 0 or the status. */
+static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
+                           int32_t variant, tile_dtype dtype, int64_t rows, int64_t cols,
+                           int batch, int repeats, double *median_ms) {
     const tile_driver *d = gpu->drv;
     CUevent start, stop;
     SUPPORT_CHECK(gpu, d->cuEventCreate(&start, CU_EVENT_DEFAULT));
@@ -285,16 +380,9 @@ static tile_status time_softmax(const support_gpu *gpu, const bench_buffers *b, 
     for (int r = -1; r < repeats && s == TILE_STATUS_SUCCESS; r++) { /* r == -1: warm-up */
         SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
         for (int k = 0; k < batch && s == TILE_STATUS_SUCCESS; k++, launch++) {
-            CUdeviceptr x = b->x[launch % b->copies];
-            void *yp = (void *)(uintptr_t)b->y;
-            const void *xp = (const void *)(uintptr_t)x;
-            if (variant == -2) SUPPORT_CHECK(gpu, d->cuMemcpyDtoD(b->y, x, b->bytes));
-            else if (variant >= 0)
-                s = tile_softmax_variant(variant, log_softmax, dtype, yp, xp, rows, cols, cols,
-                                         cols, NULL);
-            else
-                s = (log_softmax ? tile_log_softmax : tile_softmax)(dtype, yp, xp, rows, cols,
-                                                                    cols, cols, NULL);
+            if (variant == -2)
+                SUPPORT_CHECK(gpu, d->cuMemcpyDtoD(b->y, b->x[launch % b->copies], b->bytes));
+            else s = launch_op(op, variant, dtype, b, launch, rows, cols);
         }
         SUPPORT_CHECK(gpu, d->cuEventRecord(stop, NULL));
         SUPPORT_CHECK(gpu, d->cuEventSynchronize(stop));
@@ -318,9 +406,11 @@ static int batch_for(size_t bytes) {
 }
 
 static int cmd_bench(int argc, char **argv) {
-    if (argc < 3 || strcmp(argv[2], "softmax")) return usage("bench takes an op: softmax");
+    int op = argc < 3 ? -1 : parse_op(argv[2]);
+    if (op < 0) return usage("bench takes an op (OP below)");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
+    if (o.log_softmax && op == OP_SOFTMAX) op = OP_LOG_SOFTMAX; /* --log, as before */
     if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");
     if (o.rows < 1 || o.cols < 1 || o.rows > ((int64_t)1 << 40) / o.cols)
         return usage("--shape needs rows >= 1 and cols >= 1, at most 2^40 elements");
@@ -334,28 +424,31 @@ static int cmd_bench(int argc, char **argv) {
     const tile_dtype dtype = (tile_dtype)o.dtype;
     bench_buffers b;
     buffers_alloc(&gpu, dtype, o.rows, o.cols, &b);
-    const int batch = batch_for(b.bytes), repeats = o.iters < 64 ? o.iters : 64;
+    const int tensors = op_info[op].tensors_read + op_info[op].tensors_written;
+    const int batch = batch_for(b.bytes * (size_t)tensors / 2), repeats = o.iters < 64 ? o.iters : 64;
     double ms, copy_ms;
-    tile_status s = time_softmax(&gpu, &b, variant, o.log_softmax, dtype, o.rows, o.cols, batch,
-                                 repeats, &ms);
+    tile_status s = time_op(&gpu, &b, (cli_op)op, variant, dtype, o.rows, o.cols, batch, repeats, &ms);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;
     }
-    time_softmax(&gpu, &b, -2, 0, dtype, o.rows, o.cols, batch, repeats, &copy_ms);
+    time_op(&gpu, &b, (cli_op)op, -2, dtype, o.rows, o.cols, batch, repeats, &copy_ms);
     const char *name = o.variant;
     tile_decision dec = {.struct_size = sizeof dec};
     tile_variant_info info = {.struct_size = sizeof info};
-    if (!name && tile_softmax_explain(dtype, o.rows, o.cols, o.cols, o.cols, 256, 0, &dec) ==
-                     TILE_STATUS_SUCCESS &&
+    const int norm = !strcmp(op_info[op].family, "norm");
+    if (!name &&
+        (norm ? tile_norm_explain : tile_softmax_explain)(dtype, o.rows, o.cols, o.cols, o.cols,
+                                                          256, 0, &dec) == TILE_STATUS_SUCCESS &&
         tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
         name = info.name;
-    const double gbs = 2.0 * (double)b.bytes / (ms * 1e-3) / 1e9; /* read x once, write y once */
+    /* Minimum traffic: each rows x cols input read once, each output written once. */
+    const double gbs = (double)tensors * (double)b.bytes / (ms * 1e-3) / 1e9;
     const double copy_gbs = 2.0 * (double)b.bytes / (copy_ms * 1e-3) / 1e9;
-    printf("%s %s %lldx%lld on %s: %s\n  %.4f ms, %.1f GB/s; device-to-device copy of the same "
-           "bytes %.1f GB/s; %.1f%% of it\n",
-           o.log_softmax ? "log_softmax" : "softmax", tile_dtype_string(dtype), (long long)o.rows,
-           (long long)o.cols, gpu.name, name ? name : "?", ms, gbs, copy_gbs, 100.0 * gbs / copy_gbs);
+    printf("%s %s %lldx%lld on %s: %s\n  %.4f ms, %.1f GB/s; device-to-device copy %.1f GB/s; "
+           "%.1f%% of it\n",
+           op_info[op].name, tile_dtype_string(dtype), (long long)o.rows, (long long)o.cols,
+           gpu.name, name ? name : "?", ms, gbs, copy_gbs, 100.0 * gbs / copy_gbs);
     buffers_free(&gpu, &b);
     support_gpu_close(&gpu);
     return 0;
@@ -378,7 +471,11 @@ static int cmd_tune(int argc, char **argv) {
         else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
-    if (o.op && strcmp(o.op, "softmax")) return usage("tune knows the ops: softmax");
+    if (o.op && strcmp(o.op, "softmax") && strcmp(o.op, "norm"))
+        return usage("tune knows the ops: softmax, norm");
+    /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
+    const char *family = o.op ? o.op : "softmax";
+    const cli_op op = strcmp(family, "norm") ? OP_SOFTMAX : OP_LAYERNORM;
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
@@ -418,11 +515,11 @@ static int cmd_tune(int argc, char **argv) {
                         for (int32_t v = 0; v < tile_variant_count(); v++) {
                 tile_variant_info info = {.struct_size = sizeof info};
                 tile_variant_get(v, &info);
-                if (strcmp(info.op, "softmax") || info.dtype != dtype) continue;
+                if (strcmp(info.op, family) || info.dtype != dtype) continue;
                 if (!support_variant_runs_here(&gpu, &info)) continue;
                 if (info.max_cols && cols > info.max_cols) continue;
                 double ms;
-                if (time_softmax(&gpu, &b, v, 0, dtype, rows, cols, batch, 5, &ms) !=
+                if (time_op(&gpu, &b, op, v, dtype, rows, cols, batch, 5, &ms) !=
                     TILE_STATUS_SUCCESS)
                     continue;
                 if (ms < best) {
@@ -437,7 +534,7 @@ static int cmd_tune(int argc, char **argv) {
             }
             tile_status dispatched = TILE_STATUS_SUCCESS;
             if (verify)
-                dispatched = time_softmax(&gpu, &b, -1, 0, dtype, rows, cols, batch, 7, &picked);
+                dispatched = time_op(&gpu, &b, op, -1, dtype, rows, cols, batch, 7, &picked);
             buffers_free(&gpu, &b);
             if (best_v < 0) continue;
             tile_variant_info bi = {.struct_size = sizeof bi}, si2 = {.struct_size = sizeof si2};
@@ -455,8 +552,8 @@ static int cmd_tune(int argc, char **argv) {
                         tile_dtype_string(dtype), (long long)rows, (long long)cols, picked * 1e3,
                         bi.name, best * 1e3, ok ? "" : "  (more than 5% slower)");
             } else {
-                fprintf(out, "sm_%d\tsoftmax\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", gpu.arch,
-                        tile_dtype_string(dtype), (long long)rows, (long long)cols, bi.name,
+                fprintf(out, "sm_%d\t%s\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", gpu.arch,
+                        family, tile_dtype_string(dtype), (long long)rows, (long long)cols, bi.name,
                         best * 1e3, second_v >= 0 ? si2.name : "-",
                         second_v >= 0 ? second * 1e3 : 0.0);
             }
@@ -471,9 +568,9 @@ static int cmd_tune(int argc, char **argv) {
     }
     if (tty) fputc('\n', stderr);
     if (verify)
-        fprintf(out, "# held-out check on %s: dispatched variant within 5%% of the fastest on %d of "
-                     "%d shapes (%.0f%%)\n",
-                gpu.name, within, total, total ? 100.0 * within / total : 0.0);
+        fprintf(out, "# held-out check of %s on %s: dispatched variant within 5%% of the fastest "
+                     "on %d of %d shapes (%.0f%%)\n",
+                family, gpu.name, within, total, total ? 100.0 * within / total : 0.0);
     if (out != stdout) fclose(out);
     support_gpu_close(&gpu);
     return 0;
