@@ -48,9 +48,11 @@ m4_define(<|TILE_ROW_STRIDE|>, <|tile::row_stride<$1>()|>)
 # fp32, `other` where row >= rows or the column >= cols. 16-byte accesses where VEC allows.
 m4_define(<|TILE_LOAD|>, <|TILE_ARGS(<|TILE_LOAD|>, <|$9|>, 9)m4_dnl
 tile::frag<$2> $1; tile::load<$2, false>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
-# TILE_LOAD_LAST(...): as TILE_LOAD for the last read of the data (evict-first).
+# TILE_LOAD_LAST(...): as TILE_LOAD for the last read of the data (evict-first, unless the grid
+# point sets EVICT_FIRST to 0: a tuning knob).
+m4_define(<|TILE_EVICT_FIRST|>, <|m4_ifdef(<|EVICT_FIRST|>, <|m4_ifelse(EVICT_FIRST, 0, false, true)|>, true)|>)
 m4_define(<|TILE_LOAD_LAST|>, <|TILE_ARGS(<|TILE_LOAD_LAST|>, <|$9|>, 9)m4_dnl
-tile::frag<$2> $1; tile::load<$2, true>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+tile::frag<$2> $1; tile::load<$2, TILE_EVICT_FIRST>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
 # TILE_LOAD_INTO(t, L, ptr, row, rows, col0, cols, ld, other): as TILE_LOAD_LAST into an existing
 # tile t (a prefetch into a second register buffer).
 m4_define(<|TILE_LOAD_INTO|>, <|TILE_ARGS(<|TILE_LOAD_INTO|>, <|$9|>, 9)m4_dnl
