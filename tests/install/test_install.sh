@@ -67,7 +67,8 @@ for f in "$INCLUDEDIR/fusedops.h" "$LIBDIR/libfusedops.so.$VERSION" "$LIBDIR/lib
          "$LIBDIR/cmake/fusedops/fusedopsConfigVersion.cmake" \
          "$LIBDIR/cmake/fusedops/fusedopsTargets.cmake" "$LIBDIR/pkgconfig/fusedops.pc" \
          "$BINDIR/fusedops" "$DOCDIR/README.md" "$DOCDIR/api.md" "$DOCDIR/support.md" \
-         "$DOCDIR/examples/CMakeLists.txt" "$DOCDIR/examples/softmax.c"; do
+         "$DOCDIR/examples/CMakeLists.txt" "$DOCDIR/examples/softmax.c" \
+         "$DOCDIR/examples/transformer_block.c"; do
   [[ -f $P/$f && ! -L $P/$f ]] || fail "missing from the install: $f"
 done
 cmp -s "$SOURCE_DIR/include/fusedops.h" "$P/$INCLUDEDIR/fusedops.h" ||
@@ -142,8 +143,10 @@ LD_LIBRARY_PATH=$LIB "$pb/consumer" || fail "the pkg-config consumer failed"
 
 # ---------------------------------------------------------------------------- 5. examples
 step "examples/ against the prefix"
-cmp -s "$SOURCE_DIR/examples/softmax.c" "$P/$DOCDIR/examples/softmax.c" ||
-  fail "the installed examples differ from examples/"
+for e in softmax.c transformer_block.c; do
+  cmp -s "$SOURCE_DIR/examples/$e" "$P/$DOCDIR/examples/$e" ||
+    fail "the installed examples/$e differs from the source tree's"
+done
 eb=$work/examples
 cuda_root=()
 [[ -n ${CUDA_ROOT:-} ]] && cuda_root=("-DCUDAToolkit_ROOT=$CUDA_ROOT")
@@ -152,6 +155,7 @@ quiet "$CMAKE" -S "$SOURCE_DIR/examples" -B "$eb" "${gen[@]}" -DCMAKE_C_COMPILER
   -DCMAKE_C_FLAGS="${EXTRA_FLAGS:-}" -DCMAKE_EXE_LINKER_FLAGS="${EXTRA_FLAGS:-}" "${cuda_root[@]}"
 quiet "$CMAKE" --build "$eb"
 [[ -x $eb/softmax ]] || fail "examples/softmax was not built"
-echo "built $eb/softmax (not run: it needs a GPU)"
+[[ -x $eb/transformer_block ]] || fail "examples/transformer_block was not built"
+echo "built $eb/softmax and $eb/transformer_block (not run: they need a GPU)"
 
 echo "test_install: all checks passed"
