@@ -1,6 +1,7 @@
 /* bench_gpu: see bench_gpu.h. */
 #include "bench_gpu.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,15 @@ static support_gpu gpu;
 static CUevent ev_start, ev_stop;
 
 #define CHECK(call) SUPPORT_CHECK(&gpu, (call))
+
+static void *bench_malloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "bench: out of host memory\n");
+        exit(1);
+    }
+    return p;
+}
 
 int bench_gpu_open(bench_gpu_info *info, const char **why) {
     memset(info, 0, sizeof *info);
@@ -121,11 +131,7 @@ size_t bench_dtype_size(tile_dtype dtype) { return support_dtype_size(dtype); }
 void bench_random(tile_dtype dtype, void *dst, size_t n, uint64_t seed, float lo, float hi) {
     /* In chunks, so a 512 MiB input needs no 512 MiB float staging copy. */
     enum { CHUNK = 1 << 20 };
-    float *tmp = malloc(CHUNK * sizeof *tmp);
-    if (!tmp) {
-        fprintf(stderr, "bench: out of host memory\n");
-        exit(1);
-    }
+    float *tmp = bench_malloc(CHUNK * sizeof *tmp);
     const size_t elem = support_dtype_size(dtype);
     for (size_t at = 0; at < n; at += CHUNK) {
         const size_t m = n - at < CHUNK ? n - at : CHUNK;
@@ -143,12 +149,8 @@ void bench_unpack(tile_dtype dtype, float *dst, const void *src, size_t n) {
 
 int64_t bench_check_row(tile_dtype dtype, int log_softmax, const float *x, const void *y,
                         int64_t cols, const char *label, double *max_err) {
-    float *got = malloc((size_t)cols * sizeof *got);
-    double *want = malloc((size_t)cols * sizeof *want);
-    if (!got || !want) {
-        fprintf(stderr, "bench: out of host memory\n");
-        exit(1);
-    }
+    float *got = bench_malloc((size_t)cols * sizeof *got);
+    double *want = bench_malloc((size_t)cols * sizeof *want);
     support_unpack(dtype, got, y, (size_t)cols);
     support_softmax_reference(want, x, 1, cols, cols, log_softmax);
     double atol, rtol;
@@ -156,5 +158,56 @@ int64_t bench_check_row(tile_dtype dtype, int log_softmax, const float *x, const
     const int64_t bad = support_compare(label, got, cols, want, 1, cols, atol, rtol, max_err);
     free(got);
     free(want);
+    return bad;
+}
+
+int64_t bench_check_norm_row(const bench_norm_check *c, const char *label, double *max_err) {
+    const size_t n = (size_t)c->cols;
+    float *x = bench_malloc(n * sizeof *x), *got = bench_malloc(n * sizeof *got);
+    float *s_want = bench_malloc(n * sizeof *s_want);
+    double *y_want = bench_malloc(n * sizeof *y_want);
+    /* support_add_norm_reference numbers dropout's rows from its first row, so it cannot start
+     * at row c->row: this row's bias and dropout are applied here, with the reference's own fp32
+     * roundings in its order (t = x; t += bias; t = kept ? t * scale : 0), and the result goes
+     * in as x with no bias and p = 0, where the reference only adds residual and rounds. */
+    const float scale = support_dropout_scale(c->p);
+    for (size_t k = 0; k < n; k++) {
+        float t = c->x[k];
+        if (c->bias) t = t + c->bias[k];
+        if (c->p > 0.0f) {
+            if (support_dropout_keep(c->p, c->seed, c->offset, c->row, (int64_t)k)) t = t * scale;
+            else t = 0.0f;
+        }
+        x[k] = t;
+    }
+    const support_add_norm_ref_args ref = {
+        .dtype = c->dtype, .norm = c->norm, .rows = 1, .cols = c->cols, .x = x, .ld_x = c->cols,
+        .residual = c->residual, .ld_residual = c->cols, .weight = c->weight,
+        .norm_bias = c->norm_bias, .eps = c->eps, .p = 0.0f, .s = s_want,
+        .y = c->norm == TILE_NORM_NONE ? NULL : y_want};
+    support_add_norm_reference(&ref);
+
+    int64_t bad = 0;
+    double worst = 0;
+    if (c->s) { /* the residual stream: bit for bit */
+        support_unpack(c->dtype, got, c->s, n);
+        bad += support_compare_exact(label, got, c->cols, s_want, c->cols, 1, c->cols);
+        for (size_t k = 0; k < n; k++) {
+            const double e = fabs((double)got[k] - (double)s_want[k]);
+            if (!isnan(e) && e > worst) worst = e;
+        }
+    }
+    if (c->y && c->norm != TILE_NORM_NONE) {
+        double atol, rtol, err = 0;
+        support_norm_tolerance(c->dtype, 0, &atol, &rtol);
+        support_unpack(c->dtype, got, c->y, n);
+        bad += support_compare(label, got, c->cols, y_want, 1, c->cols, atol, rtol, &err);
+        if (err > worst) worst = err;
+    }
+    if (max_err) *max_err = worst;
+    free(x);
+    free(got);
+    free(s_want);
+    free(y_want);
     return bad;
 }

@@ -2,7 +2,11 @@
  * because src/cuda_driver.h, and so support/support.h, compiles only as C (in C++ each member
  * `__typeof__(&cuX) cuX;` of the driver table "changes meaning" of cuX). Device pointers are
  * CUdeviceptr values as uint64_t; work goes to the legacy default stream; a failing driver call
- * exits with file:line and the driver's error name (SUPPORT_CHECK). */
+ * exits with file:line and the driver's error name (SUPPORT_CHECK).
+ *
+ * After the C interface, for C++ only, the parts every Google Benchmark suite shares (shape
+ * lists, buffer rotation and batch sizes, the timed loop and its counters, the JSON context),
+ * so bench_softmax.cc and bench_norm.cc time and report the same way. */
 #ifndef FUSEDOPS_BENCH_GPU_H
 #define FUSEDOPS_BENCH_GPU_H
 
@@ -45,6 +49,11 @@ float bench_timer_stop(void);
  * of 20 cuMemcpyDtoD of 1 GiB (halved until both buffers fit). *bytes gets the size used. */
 double bench_copy_gbps(size_t *bytes);
 
+/* A problem shape: rows x cols elements. */
+typedef struct bench_shape {
+    int64_t rows, cols;
+} bench_shape;
+
 size_t bench_dtype_size(tile_dtype dtype);
 /* n uniform values in [lo, hi) from seed (support_fill_uniform), stored as dtype at dst. */
 void bench_random(tile_dtype dtype, void *dst, size_t n, uint64_t seed, float lo, float hi);
@@ -55,8 +64,163 @@ void bench_unpack(tile_dtype dtype, float *dst, const void *src, size_t n);
 int64_t bench_check_row(tile_dtype dtype, int log_softmax, const float *x, const void *y,
                         int64_t cols, const char *label, double *max_err);
 
+/* One row of an add-and-norm launch (tile_layernorm, tile_rmsnorm, tile_residual_dropout,
+ * tile_residual_dropout_norm; fields as tile_add_norm_args) to check. Inputs as floats holding
+ * the values as stored: that row of x and of residual (NULL: none), the [cols] vectors (NULL:
+ * absent). Outputs: that row as the GPU wrote it, in dtype storage; NULL where the op does not
+ * write it (y for TILE_NORM_NONE; s for the plain norms). */
+typedef struct bench_norm_check {
+    tile_dtype dtype;
+    tile_norm_kind norm;
+    int64_t row, cols;  /* row: the index dropout's random numbers are drawn for */
+    const float *x, *residual, *bias, *weight, *norm_bias;
+    float eps, p;
+    uint64_t seed, offset;
+    const void *s, *y;
+} bench_norm_check;
+
+/* Checks the row against support_add_norm_reference: s bit for bit (dropout's mask included),
+ * y within support_norm_tolerance. Prints up to 5 mismatches per output under `label`; returns
+ * their count and the largest error in *max_err. */
+int64_t bench_check_norm_row(const bench_norm_check *c, const char *label, double *max_err);
+
 #ifdef __cplusplus
 }
-#endif
+
+/* ---------------------------------------------------------------- C++: the shared suite parts */
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+constexpr int kBenchMaxCopies = 8;   // buffer sets rotated, at most
+constexpr int kBenchMaxBatch = 256;  // launches per timed batch, at most
+
+// Copies of one rotated buffer set (`set_bytes`: every rows x cols tensor one launch reads or
+// writes) so that in all they hold at least max(256 MiB, 3 x L2): each launch then reads input
+// that the launches before it have pushed out of L2. 1 to kBenchMaxCopies.
+inline int bench_rotation_copies(double set_bytes, int64_t l2_bytes) {
+    const double target = std::max(256.0 * (1 << 20), 3.0 * static_cast<double>(l2_bytes));
+    const int copies = static_cast<int>(std::ceil(target / set_bytes));
+    return std::min(std::max(copies, 1), kBenchMaxCopies);
+}
+
+// Launches per timed batch: about 4 GB of traffic, so the one event-and-launch gap at the start
+// of a batch is under 1% of it; 2 to kBenchMaxBatch.
+inline int bench_batch_size(double traffic) {
+    return static_cast<int>(
+        std::min<double>(kBenchMaxBatch, std::max(2.0, std::ceil(4e9 / traffic))));
+}
+
+inline std::string bench_status_message(tile_status s) {
+    return std::string(tile_status_string(s)) + ": " + tile_last_error();
+}
+
+inline std::string bench_variant_name(int32_t index) {
+    tile_variant_info info{};
+    info.struct_size = sizeof info;
+    return tile_variant_get(index, &info) == TILE_STATUS_SUCCESS ? info.name : "?";
+}
+
+// "RxC[,RxC...]" into *out; false when malformed.
+inline bool bench_parse_shapes(const char *text, std::vector<bench_shape> *out) {
+    out->clear();
+    std::string s(text);
+    size_t at = 0;
+    while (at <= s.size()) {
+        const size_t comma = std::min(s.find(',', at), s.size());
+        const std::string item = s.substr(at, comma - at);
+        long long r = 0, c = 0;
+        char tail;
+        if (std::sscanf(item.c_str(), "%lldx%lld%c", &r, &c, &tail) != 2 || r < 1 || c < 1)
+            return false;
+        out->push_back({r, c});
+        at = comma + 1;
+    }
+    return !out->empty();
+}
+
+// One launch on each of `copies` buffer sets (warm-up: the first call also loads the kernels),
+// then a synchronize. launch(k) runs on set k and returns its status. On a failure: the
+// benchmark shows the error and this returns false.
+template <class Launch>
+bool bench_launch_each(benchmark::State &state, int copies, Launch &&launch) {
+    for (int k = 0; k < copies; k++) {
+        const tile_status s = launch(k);
+        if (s != TILE_STATUS_SUCCESS) {
+            state.SkipWithError(bench_status_message(s).c_str());
+            return false;
+        }
+    }
+    bench_sync();
+    return true;
+}
+
+// The timed loop: an event pair around each batch of `batch` back-to-back launches, launch(k)
+// on set k = 0, 1, ..., copies - 1, 0, ...; KeepRunningBatch counts each batch as `batch`
+// iterations and SetIterationTime gives the batch's time, so Time is per launch while
+// --benchmark_min_time stays wall time. Then the counters: bytes_per_second and GB/s over
+// `traffic` bytes per launch, frac_copy, batch, copies; and the label. Returns false (the
+// benchmark shows the error) when a launch failed.
+template <class Launch>
+bool bench_timed_loop(benchmark::State &state, int batch, int copies, double traffic,
+                      double copy_gbps, const std::string &label, Launch &&launch) {
+    double seconds = 0;  // GPU time of the launches timed, summed
+    uint64_t next = 0;
+    while (state.KeepRunningBatch(batch)) {
+        bench_timer_start();
+        tile_status s = TILE_STATUS_SUCCESS;
+        for (int i = 0; i < batch && s == TILE_STATUS_SUCCESS; i++)
+            s = launch(static_cast<int>(next++ % static_cast<uint64_t>(copies)));
+        const float ms = bench_timer_stop();
+        if (s != TILE_STATUS_SUCCESS) {
+            state.SkipWithError(bench_status_message(s).c_str());
+            return false;
+        }
+        state.SetIterationTime(1e-3 * static_cast<double>(ms));
+        seconds += 1e-3 * static_cast<double>(ms);
+    }
+    const double iters = static_cast<double>(state.iterations());
+    state.SetBytesProcessed(static_cast<int64_t>(traffic) * state.iterations());
+    const double gbs = seconds > 0 ? traffic * iters / seconds / 1e9 : 0;
+    state.counters["GB/s"] = gbs;
+    state.counters["frac_copy"] = copy_gbps > 0 ? gbs / copy_gbps : 0;
+    state.counters["batch"] = batch;
+    state.counters["copies"] = copies;
+    state.SetLabel(label);
+    return true;
+}
+
+// The JSON context every suite writes: gpu, gpu_compute_capability, cuda_driver_version,
+// gpu_sm_count, gpu_l2_bytes, dram_nominal_gbps, copy_gbps, copy_bytes, libfusedops_version,
+// libfusedops_variants and forced_variant ("none" when empty).
+inline void bench_add_context(const bench_gpu_info &gpu, double copy_gbps, size_t copy_bytes,
+                              const std::string &forced_variant) {
+    char buf[64];
+    benchmark::AddCustomContext("gpu", gpu.name);
+    std::snprintf(buf, sizeof buf, "%d.%d", gpu.arch / 10, gpu.arch % 10);
+    benchmark::AddCustomContext("gpu_compute_capability", buf);
+    std::snprintf(buf, sizeof buf, "%d.%d", gpu.driver_version / 1000,
+                  gpu.driver_version % 1000 / 10);
+    benchmark::AddCustomContext("cuda_driver_version", buf);
+    benchmark::AddCustomContext("gpu_sm_count", std::to_string(gpu.sm_count));
+    benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(gpu.l2_bytes));
+    std::snprintf(buf, sizeof buf, "%.1f", gpu.dram_nominal_gbps);
+    benchmark::AddCustomContext("dram_nominal_gbps", buf);
+    std::snprintf(buf, sizeof buf, "%.1f", copy_gbps);
+    benchmark::AddCustomContext("copy_gbps", buf);
+    benchmark::AddCustomContext("copy_bytes", std::to_string(copy_bytes));
+    const int32_t v = tile_version();
+    std::snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+    benchmark::AddCustomContext("libfusedops_version", buf);
+    benchmark::AddCustomContext("libfusedops_variants", std::to_string(tile_variant_count()));
+    benchmark::AddCustomContext("forced_variant",
+                                forced_variant.empty() ? "none" : forced_variant);
+}
+
+#endif  // __cplusplus
 
 #endif

@@ -34,9 +34,7 @@
 
 namespace {
 
-struct Shape {
-    int64_t rows, cols;
-};
+using Shape = bench_shape;
 
 // Keep in step with SHAPES in bench/vs_torch.py.
 const Shape kShapes[] = {
@@ -49,8 +47,7 @@ const Shape kShapes[] = {
 // log_softmax on a few shapes only: its cost differs from softmax by one log per row.
 const Shape kLogShapes[] = {{4096, 4096}, {1024, 32768}, {32, 1 << 20}};
 
-constexpr int kMaxCopies = 8;
-constexpr int kMaxBatch = 256;
+constexpr int kMaxCopies = kBenchMaxCopies;
 
 struct Bench {
     bench_gpu_info gpu;
@@ -72,7 +69,6 @@ struct Buffers {
     int copies = 0;
     uint64_t x[kMaxCopies] = {}, y[kMaxCopies] = {};
     std::vector<float> x_first, x_last;  // rows 0 and rows-1 of x, as the GPU sees them
-    uint64_t next = 0;                   // the pair the next launch uses
 };
 Buffers g_buf;
 
@@ -94,9 +90,7 @@ void prepare_buffers(tile_dtype dtype, Shape s) {
     b.rows = s.rows;
     b.cols = s.cols;
     b.bytes = n * elem;
-    const double target = std::max(256.0 * (1 << 20), 3.0 * static_cast<double>(g.gpu.l2_bytes));
-    b.copies = static_cast<int>(std::ceil(target / (2.0 * static_cast<double>(b.bytes))));
-    b.copies = std::min(std::max(b.copies, 1), kMaxCopies);
+    b.copies = bench_rotation_copies(2.0 * static_cast<double>(b.bytes), g.gpu.l2_bytes);
 
     // Uniform in [-8, 8): no zeros to flatter anything, exp() spans about 7 decades.
     std::vector<unsigned char> packed(b.bytes);
@@ -142,22 +136,11 @@ bool check_rows(int log_softmax, std::string *why) {
     return true;
 }
 
-std::string variant_name(int32_t index) {
-    tile_variant_info info{};
-    info.struct_size = sizeof info;
-    return tile_variant_get(index, &info) == TILE_STATUS_SUCCESS ? info.name : "?";
-}
-
-std::string status_message(tile_status s) {
-    return std::string(tile_status_string(s)) + ": " + tile_last_error();
-}
-
 void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_softmax) {
     prepare_buffers(dtype, shape);
     Buffers &b = g_buf;
     const double traffic = 2.0 * static_cast<double>(b.bytes);  // reads x once, writes y once
-    const int batch = static_cast<int>(
-        std::min<double>(kMaxBatch, std::max(2.0, std::ceil(4e9 / traffic))));
+    const int batch = bench_batch_size(traffic);
 
     std::string label;
     if (g.forced >= 0) {
@@ -168,14 +151,13 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
         tile_status s = tile_softmax_explain(dtype, b.rows, b.cols, b.cols, b.cols, 256, 0, &d);
         if (s != TILE_STATUS_SUCCESS) {
             g.failed = true;
-            state.SkipWithError(("tile_softmax_explain: " + status_message(s)).c_str());
+            state.SkipWithError(("tile_softmax_explain: " + bench_status_message(s)).c_str());
             return;
         }
-        label = variant_name(d.variant);
+        label = bench_variant_name(d.variant);
     }
 
-    auto launch = [&]() {
-        const int k = static_cast<int>(b.next++ % static_cast<uint64_t>(b.copies));
+    auto launch = [&](int k) {
         void *y = as_ptr(b.y[k]);
         const void *x = as_ptr(b.x[k]);
         if (g.forced >= 0)
@@ -188,16 +170,10 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
     // Warm-up (the first call also loads the kernels) over every pair, outputs poisoned first
     // (0xff bytes are NaN in every dtype), then a check that the output is softmax at all.
     for (int i = 0; i < b.copies; i++) bench_memset(b.y[i], 0xff, b.bytes);
-    for (int i = 0; i < b.copies; i++) {
-        const tile_status s = launch();
-        if (s != TILE_STATUS_SUCCESS) {
-            g.failed = true;
-            state.SkipWithError(status_message(s).c_str());
-            return;
-        }
+    if (!bench_launch_each(state, b.copies, launch)) {
+        g.failed = true;
+        return;
     }
-    bench_sync();
-    b.next = 0;
     std::string why;
     if (!check_rows(log_softmax, &why)) {
         g.failed = true;
@@ -205,56 +181,8 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
         return;
     }
 
-    // KeepRunningBatch counts each batch as `batch` iterations and SetIterationTime gives the
-    // batch's time, so Time is per launch while --benchmark_min_time stays wall time.
-    double seconds = 0;  // GPU time of the launches timed, summed
-    bool ok = true;
-    while (state.KeepRunningBatch(batch)) {
-        bench_timer_start();
-        tile_status s = TILE_STATUS_SUCCESS;
-        for (int i = 0; i < batch && s == TILE_STATUS_SUCCESS; i++) s = launch();
-        const float ms = bench_timer_stop();
-        if (s != TILE_STATUS_SUCCESS) {
-            g.failed = true;
-            ok = false;
-            state.SkipWithError(status_message(s).c_str());
-            break;
-        }
-        state.SetIterationTime(1e-3 * static_cast<double>(ms));
-        seconds += 1e-3 * static_cast<double>(ms);
-    }
-    if (!ok) return;
-
-    const double iters = static_cast<double>(state.iterations());
-    state.SetBytesProcessed(static_cast<int64_t>(traffic) * state.iterations());
-    const double gbs = seconds > 0 ? traffic * iters / seconds / 1e9 : 0;
-    state.counters["GB/s"] = gbs;
-    state.counters["frac_copy"] = g.copy_gbps > 0 ? gbs / g.copy_gbps : 0;
-    state.counters["batch"] = batch;
-    state.counters["copies"] = b.copies;
-    state.SetLabel(label);
-}
-
-void add_context(size_t copy_bytes) {
-    char buf[64];
-    benchmark::AddCustomContext("gpu", g.gpu.name);
-    std::snprintf(buf, sizeof buf, "%d.%d", g.gpu.arch / 10, g.gpu.arch % 10);
-    benchmark::AddCustomContext("gpu_compute_capability", buf);
-    std::snprintf(buf, sizeof buf, "%d.%d", g.gpu.driver_version / 1000,
-                  g.gpu.driver_version % 1000 / 10);
-    benchmark::AddCustomContext("cuda_driver_version", buf);
-    benchmark::AddCustomContext("gpu_sm_count", std::to_string(g.gpu.sm_count));
-    benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(g.gpu.l2_bytes));
-    std::snprintf(buf, sizeof buf, "%.1f", g.gpu.dram_nominal_gbps);
-    benchmark::AddCustomContext("dram_nominal_gbps", buf);
-    std::snprintf(buf, sizeof buf, "%.1f", g.copy_gbps);
-    benchmark::AddCustomContext("copy_gbps", buf);
-    benchmark::AddCustomContext("copy_bytes", std::to_string(copy_bytes));
-    const int32_t v = tile_version();
-    std::snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
-    benchmark::AddCustomContext("libfusedops_version", buf);
-    benchmark::AddCustomContext("libfusedops_variants", std::to_string(tile_variant_count()));
-    benchmark::AddCustomContext("forced_variant", g.forced >= 0 ? g.forced_name : "none");
+    if (!bench_timed_loop(state, batch, b.copies, traffic, g.copy_gbps, label, launch))
+        g.failed = true;
 }
 
 void print_help() {
@@ -266,23 +194,6 @@ void print_help() {
                  "  [--shapes=RxC,...]   these shapes, softmax and log_softmax, instead of the\n"
                  "                       built-in list; env FUSEDOPS_BENCH_SHAPES\n"
                  "Exit: 0 ok, 1 a call failed or gave wrong results, 2 usage, 77 no GPU.\n");
-}
-
-bool parse_shapes(const char *text, std::vector<Shape> *out) {
-    out->clear();
-    std::string s(text);
-    size_t at = 0;
-    while (at <= s.size()) {
-        const size_t comma = std::min(s.find(',', at), s.size());
-        const std::string item = s.substr(at, comma - at);
-        long long r = 0, c = 0;
-        char tail;
-        if (std::sscanf(item.c_str(), "%lldx%lld%c", &r, &c, &tail) != 2 || r < 1 || c < 1)
-            return false;
-        out->push_back({r, c});
-        at = comma + 1;
-    }
-    return !out->empty();
 }
 
 }  // namespace
@@ -303,7 +214,7 @@ int main(int argc, char **argv) {
     std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
     std::vector<Shape> log_shapes(std::begin(kLogShapes), std::end(kLogShapes));
     if (shapes_text && *shapes_text) {
-        if (!parse_shapes(shapes_text, &shapes)) {
+        if (!bench_parse_shapes(shapes_text, &shapes)) {
             std::fprintf(stderr, "bench_softmax: --shapes is ROWSxCOLS[,ROWSxCOLS...], got '%s'\n",
                          shapes_text);
             return 2;
@@ -337,7 +248,7 @@ int main(int argc, char **argv) {
     }
     size_t copy_bytes = 0;
     g.copy_gbps = bench_copy_gbps(&copy_bytes);
-    add_context(copy_bytes);
+    bench_add_context(g.gpu, g.copy_gbps, copy_bytes, g.forced_name);
 
     // dtype, then shape, then op: benchmarks of one dtype and shape share their buffers.
     for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {

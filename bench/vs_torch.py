@@ -1,29 +1,47 @@
 #!/usr/bin/env python3
-"""libfusedops softmax beside its peers, on one GPU, in one run.
+"""libfusedops softmax and norms beside their peers, on one GPU, in one run.
 
-Providers, per shape and dtype:
-  ours     tile_softmax (or tile_log_softmax) from libfusedops.so, through ctypes, on torch's
-           current stream
-  torch    torch.softmax, eager
-  compile  torch.compile(torch.softmax), mode default, dynamic=False, compiled and warmed first
-  triton   one program per row, the Triton tutorial's kernel (BLOCK_SIZE = next_power_of_2(cols),
-           num_warps by block size) up to 65536 columns; a looped two-pass kernel (4096 columns
-           at a time) beyond that, and also tried from 16384 columns up, where the faster of the
-           two is reported
+Ops (--ops, default all but log_softmax):
+  softmax, log_softmax    y = softmax(x) over rows
+  layernorm               y = LayerNorm(x) * weight + bias                  (eps 1e-5)
+  rmsnorm                 y = RMSNorm(x) * weight                           (eps 1e-5)
+  residual_dropout        y = residual + dropout(x + bias, p = 0.1)
+  residual_dropout_norm   s = residual + dropout(x + bias, p = 0.1), y = LayerNorm(s) * weight
+                          + norm_bias; both written
+
+Providers, per op, shape and dtype:
+  ours     tile_softmax, tile_log_softmax, tile_layernorm, tile_rmsnorm, tile_residual_dropout,
+           tile_residual_dropout_norm from libfusedops.so, through ctypes, on torch's current
+           stream
+  torch    eager: torch.softmax; F.layer_norm; F.rms_norm; residual + F.dropout(x + b, p);
+           s = residual + F.dropout(x + b, p), F.layer_norm(s)
+  compile  torch.compile of the same function, mode default, dynamic=False, compiled and warmed
+           first
+  triton   softmax: one program per row, the Triton tutorial's kernel (BLOCK_SIZE =
+           next_power_of_2(cols), num_warps by block size) up to 65536 columns; a looped
+           two-pass kernel (4096 columns at a time) beyond that, and also tried from 16384
+           columns up, where the faster of the two is reported. layernorm, rmsnorm: one program
+           per row in the same style (the whole row in registers, up to 65536 columns). None
+           for the dropout ops.
 
 Timing is the C++ bench's: CUDA events around a batch of back-to-back launches, divided by the
 batch, median of --reps batches; inputs rotate over copies that hold at least 256 MiB and 3x L2
 in all (at most 8), so L2 does not flatter the small shapes. Python enqueues slower than the
 GPU runs the small shapes, so every batch starts behind a torch.cuda._sleep kernel long enough
 for the host to enqueue the whole batch: the events then time GPU work, not Python.
-GB/s counts 2 * rows * cols * element size (x read once, y written once); %copy divides it by
+GB/s counts the minimum bytes: every rows x cols input read once and every output written
+once (softmax: 2 * rows * cols * element size), each [cols] vector once; %copy divides it by
 the device-to-device copy bandwidth (y.copy_(x) of 1 GiB, bytes read plus written).
 
 Every provider's output is checked against a float64 torch reference first; a wrong result from
-ours fails the run (exit 1). Usage:
+ours fails the run (exit 1). Dropout draws different random numbers in every provider, so the
+dropout ops are checked in two ways: at p = 0 against the exact sum (ours and torch eager), and
+at the timed p = 0.1 element by element: each element must be either dropped (residual) or
+kept ((x + b) / (1 - p) + residual), and the kept fraction within 0.01 of 1 - p; y of
+residual_dropout_norm against the norm of the provider's own s. Usage:
 
   python3 bench/vs_torch.py [--lib build/libfusedops.so] [--out DIR] [--json PATH]
-                            [--dtypes bf16,f32] [--ops softmax,log_softmax] [--shapes RxC,...]
+                            [--dtypes bf16,f32] [--ops softmax,layernorm,...] [--shapes RxC,...]
                             [--variant NAME] [--no-compile] [--no-triton] [--reps N]
 """
 import argparse
@@ -55,6 +73,27 @@ SHAPES = [
     (32, 1 << 20), (4, 1 << 20),  # vocabulary-sized rows
     (128, 128256),                # Llama 3 vocabulary: not a power of two
 ]
+# Keep in step with kShapes in bench/bench_norm.cc.
+NORM_SHAPES = [
+    (4096, 1024), (8192, 2048), (4096, 4096), (8192, 8192),
+    (32768, 4096), (1024, 16384), (1024, 65536),
+]
+SOFTMAX_OPS = ("softmax", "log_softmax")
+NORM_OPS = ("layernorm", "rmsnorm", "residual_dropout", "residual_dropout_norm")
+DEFAULT_OPS = ("softmax",) + NORM_OPS
+# op: (tile_norm_kind, reads residual (and bias, dropout), writes s, weight, norm_bias)
+NORM_INFO = {
+    "layernorm": (1, False, False, True, True),
+    "rmsnorm": (2, False, False, True, False),
+    "residual_dropout": (0, True, False, False, False),
+    "residual_dropout_norm": (1, True, True, True, True),
+}
+NORM_EPS = 1e-5
+DROPOUT_P = 0.1
+DROPOUT_SEED, DROPOUT_OFFSET = 0x5EED0DD5, 0
+SOFTMAX_REPS = 15  # default timed batches per measurement (--reps overrides both)
+NORM_REPS = 7      # fewer for the norm ops: 56 cases with a compile each; keeps all ops ~4 min
+DEVICE = "cuda"
 DTYPES = {  # name: (tile_dtype, torch dtype, element bytes)
     "f32": (0, torch.float32, 4),
     "f16": (1, torch.float16, 2),
@@ -88,6 +127,20 @@ class VariantInfo(ctypes.Structure):
                 ("params", ctypes.c_char_p)]
 
 
+class AddNormArgs(ctypes.Structure):
+    """tile_add_norm_args (include/fusedops.h), field for field."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("dtype", ctypes.c_int), ("norm", ctypes.c_int),
+                ("rows", ctypes.c_int64), ("cols", ctypes.c_int64),
+                ("y", ctypes.c_void_p), ("ld_y", ctypes.c_int64),
+                ("s", ctypes.c_void_p), ("ld_s", ctypes.c_int64),
+                ("x", ctypes.c_void_p), ("ld_x", ctypes.c_int64),
+                ("residual", ctypes.c_void_p), ("ld_residual", ctypes.c_int64),
+                ("bias", ctypes.c_void_p), ("weight", ctypes.c_void_p),
+                ("norm_bias", ctypes.c_void_p), ("eps", ctypes.c_float), ("p", ctypes.c_float),
+                ("seed", ctypes.c_uint64), ("offset", ctypes.c_uint64),
+                ("mask", ctypes.c_void_p), ("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p)]
+
+
 class FusedOps:
     def __init__(self, path):
         so = ctypes.CDLL(path)
@@ -101,6 +154,22 @@ class FusedOps:
         so.tile_softmax_explain.argtypes = [ctypes.c_int, i64, i64, i64, i64, i32, i32,
                                             ctypes.POINTER(Decision)]
         so.tile_softmax_explain.restype = ctypes.c_int
+        f32, u64, args_p = ctypes.c_float, ctypes.c_uint64, ctypes.POINTER(AddNormArgs)
+        norm_fns = {  # a library without the norm ops still runs softmax
+            "tile_layernorm": [ctypes.c_int, vp, vp, vp, vp, vp, vp, i64, i64, i64, i64, f32, vp],
+            "tile_rmsnorm": [ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, i64, f32, vp],
+            "tile_residual_dropout": [ctypes.c_int, vp, vp, vp, vp, vp, i64, i64, i64, i64, i64,
+                                      f32, u64, u64, vp],
+            "tile_residual_dropout_norm": [args_p, vp],
+            "tile_add_norm_variant": [i32, args_p, vp],
+            "tile_norm_explain": [ctypes.c_int, i64, i64, i64, i64, i32, i32,
+                                  ctypes.POINTER(Decision)],
+        }
+        for name, argtypes in norm_fns.items():
+            f = getattr(so, name, None)
+            if f is not None:
+                f.argtypes = argtypes
+                f.restype = ctypes.c_int
         so.tile_variant_get.argtypes = [i32, ctypes.POINTER(VariantInfo)]
         so.tile_variant_get.restype = ctypes.c_int
         so.tile_variant_find.argtypes = [ctypes.c_char_p]
@@ -113,6 +182,7 @@ class FusedOps:
         so.tile_version.restype = i32
         self.so = so
         self.forced = -1
+        self.forced_op = None  # "softmax" or "norm": the family of the forced variant
 
     def error(self, status):
         return (f"{self.so.tile_status_string(status).decode()}: "
@@ -128,13 +198,14 @@ class FusedOps:
             return None
         return info
 
-    def explain(self, tdtype, rows, cols):
+    def explain(self, tdtype, rows, cols, family="softmax"):
         if self.forced >= 0:
             return self.variant(self.forced).name.decode() + " (forced)"
         d = Decision(struct_size=ctypes.sizeof(Decision))
-        s = self.so.tile_softmax_explain(tdtype, rows, cols, cols, cols, 256, 0, ctypes.byref(d))
+        name = f"tile_{family}_explain"
+        s = getattr(self.so, name)(tdtype, rows, cols, cols, cols, 256, 0, ctypes.byref(d))
         if s != 0:
-            raise RuntimeError("tile_softmax_explain: " + self.error(s))
+            raise RuntimeError(f"{name}: " + self.error(s))
         return self.variant(d.variant).name.decode()
 
     def launcher(self, is_log, tdtype, rows, cols):
@@ -155,6 +226,59 @@ class FusedOps:
                 if s:
                     raise RuntimeError(self.error(s))
         return launch
+
+    def norm_launcher(self, op, tdtype, rows, cols, bufs, p, stream):
+        """A function launch(i) running norm op `op` on buffer set i. bufs: lists of data
+        pointers per set, "x", "r", "y", "s" (those the op uses), and the vector pointers "b",
+        "w", "nb"."""
+        so = self.so
+        norm, residual, writes_s, weight, norm_bias = NORM_INFO[op]
+
+        def call(fn, *a):
+            s = fn(*a)
+            if s:
+                raise RuntimeError(self.error(s))
+
+        def args(i):  # the op as tile_add_norm_args, as bench_norm.cc's make_args
+            a = AddNormArgs(struct_size=ctypes.sizeof(AddNormArgs), dtype=tdtype, norm=norm,
+                            rows=rows, cols=cols, x=bufs["x"][i], ld_x=cols, eps=NORM_EPS)
+            if norm == 0:  # residual_dropout: its output is s
+                a.s, a.ld_s = bufs["y"][i], cols
+            else:
+                a.y, a.ld_y = bufs["y"][i], cols
+                if writes_s:
+                    a.s, a.ld_s = bufs["s"][i], cols
+            if residual:
+                a.residual, a.ld_residual, a.bias = bufs["r"][i], cols, bufs["b"]
+                a.p, a.seed, a.offset = p, DROPOUT_SEED, DROPOUT_OFFSET
+            if weight:
+                a.weight = bufs["w"]
+            if norm_bias:
+                a.norm_bias = bufs["nb"]
+            return a
+
+        if self.forced >= 0:
+            fn, forced = so.tile_add_norm_variant, self.forced
+            structs = [args(i) for i in range(len(bufs["x"]))]  # byref keeps each alive too
+            refs = [ctypes.byref(a) for a in structs]
+            return lambda i: call(fn, forced, refs[i], stream)
+        x, y = bufs["x"], bufs["y"]
+        if op == "layernorm":
+            fn, w, nb = so.tile_layernorm, bufs["w"], bufs["nb"]
+            return lambda i: call(fn, tdtype, y[i], x[i], w, nb, None, None, rows, cols, cols,
+                                  cols, NORM_EPS, stream)
+        if op == "rmsnorm":
+            fn, w = so.tile_rmsnorm, bufs["w"]
+            return lambda i: call(fn, tdtype, y[i], x[i], w, None, rows, cols, cols, cols,
+                                  NORM_EPS, stream)
+        if op == "residual_dropout":
+            fn, r, b = so.tile_residual_dropout, bufs["r"], bufs["b"]
+            return lambda i: call(fn, tdtype, y[i], x[i], r[i], b, None, rows, cols, cols, cols,
+                                  cols, p, DROPOUT_SEED, DROPOUT_OFFSET, stream)
+        fn = so.tile_residual_dropout_norm
+        structs = [args(i) for i in range(len(x))]
+        refs = [ctypes.byref(a) for a in structs]
+        return lambda i: call(fn, refs[i], stream)
 
 
 def make_context_current(lib):
@@ -228,9 +352,37 @@ if triton is not None:
             tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+    @triton.jit
+    def norm_row_kernel(y_ptr, x_ptr, w_ptr, b_ptr, ld_y, ld_x, n_cols, eps,
+                        BLOCK_SIZE: tl.constexpr, RMS: tl.constexpr):
+        # One program per row, the whole row in registers (the tutorial's layer norm with
+        # BLOCK_SIZE = next_power_of_2(cols)): reads x once, writes y once. LayerNorm:
+        # (x - mean) * rstd * w + b; RMSNorm (RMS): x * rstd * w, b unused.
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * ld_x + cols, mask=mask, other=0.0).to(tl.float32)
+        if RMS:
+            xc = x
+        else:
+            mean = tl.sum(x, axis=0) / n_cols
+            xc = tl.where(mask, x - mean, 0.0)
+        var = tl.sum(xc * xc, axis=0) / n_cols
+        rstd = 1 / tl.sqrt(var + eps)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        y = xc * rstd * w
+        if not RMS:
+            y += tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * ld_y + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def triton_warps(block):
+    return 16 if block >= 4096 else 8 if block >= 2048 else 4
+
+
 def triton_row_launcher(is_log, rows, cols):
     block = triton.next_power_of_2(cols)
-    warps = 16 if block >= 4096 else 8 if block >= 2048 else 4
+    warps = triton_warps(block)
 
     def launch(y, x):
         softmax_row_kernel[(rows,)](y, x, cols, cols, cols, BLOCK_SIZE=block, LOG=is_log,
@@ -242,6 +394,16 @@ def triton_loop_launcher(is_log, rows, cols):
     def launch(y, x):
         softmax_loop_kernel[(rows,)](y, x, cols, cols, cols, BLOCK_SIZE=TRITON_LOOP_BLOCK,
                                      LOG=is_log, num_warps=8)
+    return launch
+
+
+def triton_norm_launcher(rms, rows, cols):
+    block = triton.next_power_of_2(cols)
+    warps = triton_warps(block)
+
+    def launch(y, x, w, b):
+        norm_row_kernel[(rows,)](y, x, w, b, cols, cols, cols, NORM_EPS, BLOCK_SIZE=block,
+                                 RMS=rms, num_warps=warps)
     return launch
 
 
@@ -307,6 +469,13 @@ def tolerance(dtype_name, is_log):
     return atol, rtol
 
 
+def norm_tolerance(dtype_name):
+    # (atol, rtol) of a norm output: one rounding of y (rtol), and the fp32 row statistics
+    # where y cancels against a bias (atol). As the GPU tests' support_norm_tolerance, looser
+    # in atol: the peers round s before the norm or not (torch.compile keeps it in fp32).
+    return {"f32": (1e-4, 2e-5), "f16": (2e-3, 2.0 ** -10), "bf16": (1.6e-2, 2.0 ** -7)}[dtype_name]
+
+
 def check(out, ref, atol, rtol):
     """(passes, max abs error) of out against the float64 reference."""
     err = (out.double() - ref).abs_()
@@ -314,26 +483,224 @@ def check(out, ref, atol, rtol):
     return ok, float(err.max().item())
 
 
+def row_chunks(rows, cols, elems=1 << 24):
+    """Row ranges of about `elems` elements: float64 checks of the big shapes in pieces."""
+    step = max(1, elems // cols)
+    return [(r, min(rows, r + step)) for r in range(0, rows, step)]
+
+
+# ----------------------------------------------------------------------------- cases
+class SoftmaxCase:
+    """softmax or log_softmax of one dtype and shape: inputs, providers, checks."""
+    family = "softmax"
+
+    def __init__(self, op, dtype_name, rows, cols):
+        self.op, self.dtype_name, self.rows, self.cols = op, dtype_name, rows, cols
+        self.is_log = op == "log_softmax"
+        self.tdtype, self.tdt, elem = DTYPES[dtype_name]
+        self.set_bytes = 2 * rows * cols * elem   # x and y of one launch
+        self.traffic = self.set_bytes              # reads x once, writes y once
+        self.p = None                              # no dropout
+        self.torch_fn = torch.log_softmax if self.is_log else torch.softmax
+
+    def setup(self, copies):
+        gen = torch.Generator(device=DEVICE).manual_seed(self.rows * 131 + self.cols)
+        self.xs = [torch.empty(self.rows, self.cols, dtype=self.tdt, device=DEVICE)
+                   .uniform_(-8, 8, generator=gen) for _ in range(copies)]
+        self.ys = [torch.empty_like(x) for x in self.xs]
+        self.ref = self.torch_fn(self.xs[0].double(), dim=-1)
+        self.atol, self.rtol = tolerance(self.dtype_name, self.is_log)
+        self.tol_text = f"atol {self.atol:g}, rtol {self.rtol:g}"
+
+    def release(self):
+        del self.xs, self.ys, self.ref
+
+    def check(self, out, p=None):
+        return check(out, self.ref, self.atol, self.rtol)
+
+    def ours(self, lib, p=None):
+        """(launch(i), the outputs of set 0)."""
+        launch = lib.launcher(self.is_log, self.tdtype, self.rows, self.cols)
+        xp = [x.data_ptr() for x in self.xs]
+        yp = [y.data_ptr() for y in self.ys]
+        stream = torch.cuda.current_stream().cuda_stream
+        return (lambda i: launch(yp[i], xp[i], stream)), self.ys[0]
+
+    def poison(self):
+        for y in self.ys:
+            y.fill_(float("nan"))
+
+    def eager(self, p=None):
+        """(the torch function, its arguments per set)."""
+        fn = self.torch_fn
+        return (lambda t: fn(t, dim=-1)), [(x,) for x in self.xs]
+
+    def triton_kinds(self):
+        """[(kind, launch(i), outputs of set 0)]: the Triton kernels to try, best reported."""
+        kinds = []
+        if triton.next_power_of_2(self.cols) <= TRITON_ROW_MAX:
+            kinds.append(("row", triton_row_launcher(self.is_log, self.rows, self.cols)))
+        if self.cols >= TRITON_LOOP_FROM:
+            kinds.append(("loop", triton_loop_launcher(self.is_log, self.rows, self.cols)))
+        xs, ys = self.xs, self.ys
+        return [(kind, (lambda i, t=t: t(ys[i], xs[i])), ys[0]) for kind, t in kinds]
+
+
+class NormCase:
+    """layernorm, rmsnorm, residual_dropout or residual_dropout_norm of one dtype and shape."""
+    family = "norm"
+
+    def __init__(self, op, dtype_name, rows, cols):
+        self.op, self.dtype_name, self.rows, self.cols = op, dtype_name, rows, cols
+        self.tdtype, self.tdt, elem = DTYPES[dtype_name]
+        norm, self.residual, self.writes_s, self.weight, self.norm_bias = NORM_INFO[op]
+        self.rms = norm == 2
+        big = 2 + self.residual + self.writes_s               # x, y (, residual) (, s)
+        vectors = self.residual + self.weight + self.norm_bias  # bias (, weight) (, norm_bias)
+        self.set_bytes = big * rows * cols * elem
+        self.traffic = self.set_bytes + vectors * cols * elem
+        self.p = DROPOUT_P if self.residual else None
+
+    def setup(self, copies):
+        rows, cols, dt = self.rows, self.cols, self.tdt
+        gen = torch.Generator(device=DEVICE).manual_seed(rows * 131 + cols)
+
+        def uniform(shape, lo, hi):
+            return torch.empty(shape, dtype=dt, device=DEVICE).uniform_(lo, hi, generator=gen)
+        self.xs = [uniform((rows, cols), -8, 8) for _ in range(copies)]
+        self.rs = [uniform((rows, cols), -8, 8) for _ in range(copies)] if self.residual else []
+        self.b = uniform((cols,), -1, 1)
+        self.w = uniform((cols,), 0.5, 1.5)
+        self.nb = uniform((cols,), -1, 1)
+        self.ys = [torch.empty_like(x) for x in self.xs]
+        self.ss = [torch.empty_like(x) for x in self.xs] if self.writes_s else []
+        self.atol, self.rtol = norm_tolerance(self.dtype_name)
+        texts = []
+        if self.residual:
+            texts.append(f"s: 2 x {tolerance(self.dtype_name, False)[1]:g} of the operands, "
+                         "kept fraction 1 - p within 0.01")
+        if self.op != "residual_dropout":
+            texts.append(f"y: atol {self.atol:g}, rtol {self.rtol:g}")
+        self.tol_text = "; ".join(texts)
+
+    def release(self):
+        del self.xs, self.rs, self.b, self.w, self.nb, self.ys, self.ss
+
+    # -- checks, on set 0
+    def check_norm(self, y, src):
+        """y against the float64 norm of src (x, or the provider's own s as stored)."""
+        F, cols = torch.nn.functional, self.cols
+        ok, worst = True, 0.0
+        for a, z in row_chunks(self.rows, cols):
+            s64 = src[a:z].double()
+            if self.rms:
+                ref = F.rms_norm(s64, (cols,), self.w.double(), NORM_EPS)
+            else:
+                ref = F.layer_norm(s64, (cols,), self.w.double(), self.nb.double(), NORM_EPS)
+            k, e = check(y[a:z], ref, self.atol, self.rtol)
+            ok, worst = ok and k, max(worst, e)
+        return ok, worst
+
+    def check_dropout(self, s, p):
+        """s = residual + dropout(x + b, p), whatever the mask: each element either dropped
+        (residual) or kept ((x + b) * scale + residual), within two units of the dtype's
+        rounding relative to the operands (torch eager rounds x + b, the dropout and the sum
+        each; kernels that round once pass with room); kept fraction within 0.01 of 1 - p (all
+        kept at p = 0)."""
+        rtol = tolerance(self.dtype_name, False)[1]
+        scale = float(1.0 / (1.0 - torch.tensor(p, dtype=torch.float32)))  # the fp32 value
+        ok, worst, kept_n = True, 0.0, 0
+        for a, z in row_chunks(self.rows, self.cols):
+            d = self.xs[0][a:z].double() + self.b.double()
+            r = self.rs[0][a:z].double()
+            keep = r + d * scale
+            got = s[a:z].double()
+            if p > 0:
+                kept = (got - keep).abs() <= (got - r).abs()
+            else:
+                kept = torch.ones_like(got, dtype=torch.bool)
+            err = (got - torch.where(kept, keep, r)).abs_()
+            bound = 1e-6 + 2 * rtol * (r.abs() + d.abs() * scale)
+            ok = ok and bool((err <= bound).all()) and not bool(got.isnan().any())
+            worst = max(worst, float(err.max()))
+            kept_n += int(kept.sum())
+        frac = kept_n / (self.rows * self.cols)
+        ok = ok and (abs(frac - (1.0 - p)) <= 0.01 if p > 0 else frac == 1.0)
+        return ok, worst
+
+    def check(self, out, p=None):
+        p = self.p if p is None else p
+        if self.op in ("layernorm", "rmsnorm"):
+            return self.check_norm(out, self.xs[0])
+        if self.op == "residual_dropout":
+            return self.check_dropout(out, p)
+        y, s = out
+        ok1, e1 = self.check_dropout(s, p)
+        ok2, e2 = self.check_norm(y, s)
+        return ok1 and ok2, max(e1, e2)
+
+    # -- providers
+    def ours(self, lib, p=None):
+        p = self.p if p is None else p
+        ptrs = lambda ts: [t.data_ptr() for t in ts]  # noqa: E731
+        bufs = {"x": ptrs(self.xs), "r": ptrs(self.rs), "y": ptrs(self.ys), "s": ptrs(self.ss),
+                "b": self.b.data_ptr(), "w": self.w.data_ptr(), "nb": self.nb.data_ptr()}
+        stream = torch.cuda.current_stream().cuda_stream
+        launch = lib.norm_launcher(self.op, self.tdtype, self.rows, self.cols, bufs,
+                                   0.0 if p is None else p, stream)
+        out = (self.ys[0], self.ss[0]) if self.writes_s else self.ys[0]
+        return launch, out
+
+    def poison(self):
+        for t in self.ys + self.ss:
+            t.fill_(float("nan"))
+
+    def eager(self, p=None):
+        p = self.p if p is None else p
+        F, cols = torch.nn.functional, self.cols
+        if self.op == "layernorm":
+            return ((lambda x, w, b: F.layer_norm(x, (cols,), w, b, NORM_EPS)),
+                    [(x, self.w, self.nb) for x in self.xs])
+        if self.op == "rmsnorm":
+            return ((lambda x, w: F.rms_norm(x, (cols,), w, NORM_EPS)),
+                    [(x, self.w) for x in self.xs])
+        if self.op == "residual_dropout":
+            return ((lambda x, r, b: r + F.dropout(x + b, p, training=True)),
+                    [(x, r, self.b) for x, r in zip(self.xs, self.rs)])
+
+        def add_norm(x, r, b, w, nb):
+            s = r + F.dropout(x + b, p, training=True)
+            return F.layer_norm(s, (cols,), w, nb, NORM_EPS), s
+        return add_norm, [(x, r, self.b, self.w, self.nb) for x, r in zip(self.xs, self.rs)]
+
+    def triton_kinds(self):
+        if self.op not in ("layernorm", "rmsnorm"):
+            return None  # no Triton kernel written for the dropout ops
+        if triton.next_power_of_2(self.cols) > TRITON_ROW_MAX:
+            return []
+        t = triton_norm_launcher(self.rms, self.rows, self.cols)
+        xs, ys, w, b = self.xs, self.ys, self.w, self.nb
+        return [("row", (lambda i: t(ys[i], xs[i], w, b)), ys[0])]
+
+
+def make_case(op, dtype_name, rows, cols):
+    return (SoftmaxCase if op in SOFTMAX_OPS else NormCase)(op, dtype_name, rows, cols)
+
+
 # ----------------------------------------------------------------------------- one case
-def run_case(args, lib, timer, ceiling, l2_bytes, op, dtype_name, rows, cols):
-    is_log = op == "log_softmax"
-    tdtype, tdt, elem = DTYPES[dtype_name]
-    nbytes = rows * cols * elem
-    traffic = 2 * nbytes                     # reads x once, writes y once
+def run_case(args, lib, timer, ceiling, l2_bytes, case):
+    rows, cols, traffic = case.rows, case.cols, case.traffic
     target = max(256 << 20, 3 * l2_bytes)
-    copies = min(MAX_COPIES, max(1, math.ceil(target / traffic)))
+    copies = min(MAX_COPIES, max(1, math.ceil(target / case.set_bytes)))
     batch = min(MAX_BATCH, max(2, math.ceil(4e9 / traffic)))
-    torch_fn = torch.log_softmax if is_log else torch.softmax
+    case.setup(copies)
+    sync = torch.cuda.synchronize
 
-    gen = torch.Generator(device="cuda").manual_seed(rows * 131 + cols)
-    xs = [torch.empty(rows, cols, dtype=tdt, device="cuda").uniform_(-8, 8, generator=gen)
-          for _ in range(copies)]
-    ys = [torch.empty_like(x) for x in xs]
-    ref = torch_fn(xs[0].double(), dim=-1)
-    atol, rtol = tolerance(dtype_name, is_log)
-
-    res = {"op": op, "dtype": dtype_name, "rows": rows, "cols": cols, "bytes": traffic,
-           "copies": copies, "batch": batch, "providers": {}}
+    res = {"op": case.op, "dtype": case.dtype_name, "rows": rows, "cols": cols,
+           "bytes": traffic, "copies": copies, "batch": batch, "reps": timer.reps,
+           "providers": {}}
+    if case.p is not None:
+        res["p"] = case.p
 
     def record(name, ms, ok, err, **extra):
         res["providers"][name] = {"ms": ms, "gbps": traffic / (ms * 1e-3) / 1e9, "ok": ok,
@@ -344,73 +711,85 @@ def run_case(args, lib, timer, ceiling, l2_bytes, op, dtype_name, rows, cols):
         res["providers"][name] = {"ms": None, "error": msg}
         log(f"    {name}: n/a ({msg})")
 
+    def check_p0(name, out):
+        """Dropout ops: the result at p = 0 against the exact sum; (ok, extra record fields)."""
+        ok, err = case.check(out, p=0.0)
+        if not ok:
+            log(f"    {name}: WRONG RESULTS at p = 0 (max abs error {err:.3g})")
+        return ok, {"ok_p0": ok, "max_abs_err_p0": err}
+
     # ours
     try:
-        res["variant"] = lib.explain(tdtype, rows, cols)
-        launch = lib.launcher(is_log, tdtype, rows, cols)
-        xp = [x.data_ptr() for x in xs]
-        yp = [y.data_ptr() for y in ys]
-        stream = torch.cuda.current_stream().cuda_stream
-        for y in ys:
-            y.fill_(float("nan"))
+        res["variant"] = lib.explain(case.tdtype, rows, cols, case.family)
+        extra, ok0 = {}, True
+        if case.p:
+            launch0, out = case.ours(lib, p=0.0)
+            case.poison()
+            launch0(0)
+            sync()
+            ok0, extra = check_p0("ours", out)
+        launch, out = case.ours(lib)
+        case.poison()
         for i in range(copies):
-            launch(yp[i], xp[i], stream)
-        torch.cuda.synchronize()
-        ok, err = check(ys[0], ref, atol, rtol)
+            launch(i)
+        sync()
+        ok, err = case.check(out)
         if not ok:
-            log(f"    ours: WRONG RESULTS (max abs error {err:.3g}, atol {atol:g}, rtol {rtol:g})")
-        ms = timer.per_launch_ms(lambda i: launch(yp[i], xp[i], stream), copies, batch)
-        record("ours", ms, ok, err)
+            log(f"    ours: WRONG RESULTS (max abs error {err:.3g}, {case.tol_text})")
+        ms = timer.per_launch_ms(launch, copies, batch)
+        record("ours", ms, ok and ok0, err, **extra)
     except Exception as e:  # noqa: BLE001
         fail("ours", e)
         res["providers"]["ours"]["ok"] = False
 
     # torch eager
+    fn, fargs = case.eager()
     try:
-        ok, err = check(torch_fn(xs[0], dim=-1), ref, atol, rtol)
-        ms = timer.per_launch_ms(lambda i: torch_fn(xs[i], dim=-1), copies, batch)
-        record("torch", ms, ok, err)
+        extra, ok0 = {}, True
+        if case.p:
+            fn0, _ = case.eager(p=0.0)
+            ok0, extra = check_p0("torch", fn0(*fargs[0]))
+        ok, err = case.check(fn(*fargs[0]))
+        ms = timer.per_launch_ms(lambda i: fn(*fargs[i]), copies, batch)
+        record("torch", ms, ok and ok0, err, **extra)
     except Exception as e:  # noqa: BLE001
         fail("torch", e)
 
-    # torch.compile
+    # torch.compile, of the timed function only (at p = 0.1 for the dropout ops)
     if args.no_compile:
         res["providers"]["compile"] = {"ms": None, "error": "skipped (--no-compile)"}
     else:
         try:
             torch._dynamo.reset()
-            compiled = torch.compile(lambda t: torch_fn(t, dim=-1), dynamic=False)
+            compiled = torch.compile(fn, dynamic=False)
             t0 = time.perf_counter()
-            out = compiled(xs[0])
-            torch.cuda.synchronize()
+            out = compiled(*fargs[0])
+            sync()
             compile_s = time.perf_counter() - t0
-            ok, err = check(out, ref, atol, rtol)
+            ok, err = case.check(out)
             del out
-            ms = timer.per_launch_ms(lambda i: compiled(xs[i]), copies, batch)
+            ms = timer.per_launch_ms(lambda i: compiled(*fargs[i]), copies, batch)
             record("compile", ms, ok, err, compile_s=round(compile_s, 2))
         except Exception as e:  # noqa: BLE001
             fail("compile", e)
 
-    # Triton: the one-block kernel where the row fits it, the looped one where the row is wide
-    if args.no_triton or triton is None:
-        why = "skipped (--no-triton)" if args.no_triton else f"no triton: {TRITON_ERROR}"
+    # Triton: softmax's one-block kernel where the row fits it, the looped one where the row is
+    # wide; the norms' one-block kernel
+    kinds = None if args.no_triton or triton is None else case.triton_kinds()
+    if kinds is None:
+        why = ("skipped (--no-triton)" if args.no_triton else
+               f"no triton: {TRITON_ERROR}" if triton is None else "no Triton kernel for this op")
         res["providers"]["triton"] = {"ms": None, "error": why}
     else:
-        kinds = []
-        if triton.next_power_of_2(cols) <= TRITON_ROW_MAX:
-            kinds.append(("row", triton_row_launcher(is_log, rows, cols)))
-        if cols >= TRITON_LOOP_FROM:
-            kinds.append(("loop", triton_loop_launcher(is_log, rows, cols)))
         best = None
-        for kind, tlaunch in kinds:
+        for kind, tlaunch, out in kinds:
             try:
-                for y in ys:
-                    y.fill_(float("nan"))
+                case.poison()
                 for i in range(copies):
-                    tlaunch(ys[i], xs[i])
-                torch.cuda.synchronize()
-                ok, err = check(ys[0], ref, atol, rtol)
-                ms = timer.per_launch_ms(lambda i: tlaunch(ys[i], xs[i]), copies, batch)
+                    tlaunch(i)
+                sync()
+                ok, err = case.check(out)
+                ms = timer.per_launch_ms(tlaunch, copies, batch)
                 res[f"triton_{kind}_ms"] = ms
                 if best is None or ms < best[1]:
                     best = (kind, ms, ok, err)
@@ -434,7 +813,8 @@ def run_case(args, lib, timer, ceiling, l2_bytes, op, dtype_name, rows, cols):
              if res["providers"].get(n, {}).get("ms") is not None]
     ours = res["providers"]["ours"].get("ms")
     res["speedup_vs_best_peer"] = min(peers) / ours if peers and ours else None
-    del xs, ys, ref
+    fargs.clear()  # the last references to the inputs, before empty_cache
+    case.release()
     torch.cuda.empty_cache()
     return res
 
@@ -445,7 +825,7 @@ def fmt_ms(p):
 
 
 def table(results):
-    head = (f"{'op':<12}{'shape':>14} {'dtype':<5}{'ours ms':>10}{'GB/s':>8}{'%copy':>7}"
+    head = (f"{'op':<22}{'shape':>14} {'dtype':<5}{'ours ms':>10}{'GB/s':>8}{'%copy':>7}"
             f"{'torch ms':>10}{'compile ms':>11}{'triton ms':>11}  {'vs best':>8}")
     lines = [head, "-" * len(head)]
     for r in results:
@@ -459,7 +839,7 @@ def table(results):
         if p.get("triton", {}).get("kernel") == "loop":
             tri += "L"
         sp = f"{r['speedup_vs_best_peer']:.2f}x" if r.get("speedup_vs_best_peer") else "n/a"
-        lines.append(f"{r['op']:<12}{str(r['rows']) + 'x' + str(r['cols']):>14} {r['dtype']:<5}"
+        lines.append(f"{r['op']:<22}{str(r['rows']) + 'x' + str(r['cols']):>14} {r['dtype']:<5}"
                      f"{fmt_ms(o):>10}{gbps:>8}{frac:>7}{fmt_ms(p.get('torch')):>10}"
                      f"{fmt_ms(p.get('compile')):>11}{tri:>11}  {sp:>8}")
     return "\n".join(lines)
@@ -488,9 +868,12 @@ def plot(results, ceiling, device, out_dir):
             ax.axhline(ceiling, color="gray", linestyle="--", label=f"copy {ceiling:.0f} GB/s")
             ax.set_xticks(range(len(rs)))
             ax.set_xticklabels(labels, rotation=30, ha="right")
-            ax.set_ylabel("GB/s (x read + y written)")
+            ax.set_ylabel("GB/s (inputs read once + outputs written once)")
             ax.set_ylim(bottom=0)
-            ax.set_title(f"{op} {dt} on {device}")
+            title = f"{op} {dt} on {device}"
+            if rs[0].get("p") is not None:
+                title += f" (p = {rs[0]['p']:g}: every provider draws its own mask)"
+            ax.set_title(title)
             ax.grid(alpha=0.3)
             ax.legend()
             fig.tight_layout()
@@ -515,11 +898,17 @@ def main():
     ap.add_argument("--out", default="vs_torch_out", help="folder for the plots (and the JSON)")
     ap.add_argument("--json", default=None, help="results file (default OUT/vs_torch.json)")
     ap.add_argument("--dtypes", default="bf16,f32")
-    ap.add_argument("--ops", default="softmax", help="softmax,log_softmax")
-    ap.add_argument("--shapes", default=None, help="RxC,RxC,... instead of the built-in list")
+    ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
+                    help="of " + ",".join(SOFTMAX_OPS + NORM_OPS) + " (default all but "
+                    "log_softmax)")
+    ap.add_argument("--shapes", default=None,
+                    help="RxC,RxC,... for every op instead of the built-in lists")
     ap.add_argument("--variant", default=os.environ.get("FUSEDOPS_BENCH_VARIANT"),
-                    help="time this variant (tile_softmax_variant) as ours")
-    ap.add_argument("--reps", type=int, default=15, help="timed batches per measurement")
+                    help="time this variant as ours (tile_softmax_variant or "
+                    "tile_add_norm_variant); only the ops of its family run")
+    ap.add_argument("--reps", type=int, default=None,
+                    help=f"timed batches per measurement (default {SOFTMAX_REPS} for softmax, "
+                    f"{NORM_REPS} for the norm ops)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args()
@@ -529,10 +918,9 @@ def main():
 
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    if any(d not in DTYPES for d in dtypes) or any(o not in ("softmax", "log_softmax")
-                                                   for o in ops):
-        ap.error("--dtypes takes f32,f16,bf16; --ops takes softmax,log_softmax")
-    shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
+    if any(d not in DTYPES for d in dtypes) or any(o not in SOFTMAX_OPS + NORM_OPS for o in ops):
+        ap.error("--dtypes takes f32,f16,bf16; --ops takes " + ",".join(SOFTMAX_OPS + NORM_OPS))
+    given_shapes = parse_shapes(args.shapes) if args.shapes else None
     if not torch.cuda.is_available():
         log("SKIP: no GPU: torch.cuda.is_available() is False")
         return 77
@@ -547,11 +935,15 @@ def main():
             log(f"unknown variant {args.variant}")
             return 2
         forced = lib.variant(lib.forced)
+        lib.forced_op = forced.op.decode()
+        ops = [o for o in ops if (o in SOFTMAX_OPS) == (lib.forced_op == "softmax")]
+        if not ops:
+            log(f"{args.variant} is a {lib.forced_op} variant: none of --ops {args.ops} runs it")
+            return 2
         dtypes = [d for d in dtypes if DTYPES[d][0] == forced.dtype]
-        shapes = [s for s in shapes if not forced.max_cols or s[1] <= forced.max_cols]
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
-    timer = Timer(args.reps)
+    timer = Timer(args.reps or SOFTMAX_REPS)
     ceiling = copy_gbps(timer)
     device = props.name
     info = {
@@ -560,7 +952,7 @@ def main():
         "cuda": torch.version.cuda, "torch": torch.__version__,
         "triton": getattr(triton, "__version__", None), "libfusedops": lib.version(),
         "lib_path": os.path.abspath(args.lib), "arch": arch, "copy_gbps": ceiling,
-        "forced_variant": args.variant, "reps": args.reps,
+        "forced_variant": args.variant, "reps": args.reps,  # null: per op (each result's reps)
         "timing": "median over reps of (CUDA-event time of a batch of launches) / batch, "
                   "after a sleep kernel that lets the host enqueue the batch; inputs rotated "
                   "over copies >= max(256 MiB, 3 x L2)",
@@ -570,13 +962,25 @@ def main():
         f"libfusedops {lib.version()}")
     log(f"device-to-device copy: {ceiling:.0f} GB/s (read + written)")
 
+    def save():  # after every case, so a run cut short still leaves what it measured
+        info["elapsed_s"] = round(time.perf_counter() - t_start, 1)
+        with open(json_path, "w") as f:
+            json.dump(info, f, indent=1)
+
     results, bad = [], 0
+    info["results"], info["elapsed_by_op_s"] = results, {}
     for op in ops:
+        t_op = time.perf_counter()
+        timer.reps = args.reps or (SOFTMAX_REPS if op in SOFTMAX_OPS else NORM_REPS)
+        shapes = given_shapes or (SHAPES if op in SOFTMAX_OPS else NORM_SHAPES)
+        if args.variant:
+            shapes = [s for s in shapes if not forced.max_cols or s[1] <= forced.max_cols]
         for dt in dtypes:
             for rows, cols in shapes:
                 log(f"{op} {dt} {rows}x{cols}")
                 try:
-                    r = run_case(args, lib, timer, ceiling, l2_bytes, op, dt, rows, cols)
+                    r = run_case(args, lib, timer, ceiling, l2_bytes,
+                                 make_case(op, dt, rows, cols))
                 except Exception:  # noqa: BLE001 - keep going; the traceback says what broke
                     traceback.print_exc()
                     bad += 1
@@ -590,11 +994,11 @@ def main():
                 extra = (f" = {o['gbps']:.0f} GB/s, {100 * o['frac_copy']:.0f}% of copy"
                          if o.get("ms") is not None else "")
                 log(f"    {', '.join(parts)} ms{extra}  [{r.get('variant', '?')}]")
+                save()
+        info["elapsed_by_op_s"][op] = round(time.perf_counter() - t_op, 1)
+        log(f"  {op}: {info['elapsed_by_op_s'][op]} s")
 
-    info["results"] = results
-    info["elapsed_s"] = round(time.perf_counter() - t_start, 1)
-    with open(json_path, "w") as f:
-        json.dump(info, f, indent=1)
+    save()
     plots = plot(results, ceiling, device, args.out)
     log(f"\nwrote {json_path}" + (f" and {len(plots)} plots in {args.out}" if plots else ""))
     log(f"elapsed {info['elapsed_s']} s; copy ceiling {ceiling:.0f} GB/s; "

@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=$PWD/.device
-export LD_LIBRARY_PATH=$D/lib:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=$D/bin:$PATH
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -35,21 +35,25 @@ if [[ $steps == *" verify "* ]]; then
   tail -1 "$OUT/verify.txt" | tee -a "$summary"
 fi
 if [[ $steps == *" bench "* ]]; then
-  for dt in bf16 f32; do
-    for shape in 4096x1024 8192x2048 4096x4096 8192x8192 32768x4096 2048x16384 1024x32768 1024x65536 1024x131072 32x1048576; do
-      fusedops bench softmax --dtype $dt --shape $shape 2>&1 | tr '\n' ' ' | sed 's/  */ /g' | tee -a "$OUT/bench.txt"
-      echo | tee -a "$OUT/bench.txt"
+  for op in ${BENCH_OPS:-softmax}; do
+    for dt in bf16 f32; do
+      for shape in ${BENCH_SHAPES:-4096x1024 8192x2048 4096x4096 8192x8192 32768x4096 2048x16384 1024x32768 1024x65536 1024x131072 32x1048576}; do
+        fusedops bench $op --dtype $dt --shape $shape 2>&1 | tr '\n' ' ' | sed 's/  */ /g' | tee -a "$OUT/bench.txt"
+        echo | tee -a "$OUT/bench.txt"
+      done
     done
   done
 fi
 if [[ $steps == *" gtest "* ]]; then
-  "$D/bin/bench_softmax" --benchmark_out="$OUT/bench_softmax.json" --benchmark_out_format=json \
-    --benchmark_min_time=0.05 >"$OUT/gbench.log" 2>&1
-  echo "google bench rc=$?" | tee -a "$summary"
+  for b in ${GTEST_BENCHES:-bench_softmax bench_norm}; do
+    "$D/bin/$b" --benchmark_out="$OUT/$b.json" --benchmark_out_format=json \
+      --benchmark_min_time=0.05 >"$OUT/gbench_$b.log" 2>&1
+    echo "google bench $b rc=$?" | tee -a "$summary"
+  done
 fi
 if [[ $steps == *" torch "* ]]; then
-  PYTHONUNBUFFERED=1 timeout 330 python3 bench/vs_torch.py --lib "$D/lib/libfusedops.so" --json "$OUT/vs_torch.json" \
-    --out "$OUT" >"$OUT/vs_torch.log" 2>&1
+  PYTHONUNBUFFERED=1 timeout ${TORCH_TIMEOUT:-330} python3 bench/vs_torch.py --lib "$D/lib/libfusedops.so" \
+    --json "$OUT/vs_torch.json" --out "$OUT" ${TORCH_ARGS:-} >"$OUT/vs_torch.log" 2>&1
   echo "vs_torch rc=$?" | tee -a "$summary"
   tail -45 "$OUT/vs_torch.log"
 fi

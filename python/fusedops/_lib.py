@@ -8,6 +8,23 @@ _lib = None
 STATUS_NAMES = None  # filled from tile_status_string
 
 
+class AddNormArgs(ctypes.Structure):
+    """tile_add_norm_args (include/fusedops.h), field for field."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("dtype", ctypes.c_int), ("norm", ctypes.c_int),
+                ("rows", ctypes.c_int64), ("cols", ctypes.c_int64),
+                ("y", ctypes.c_void_p), ("ld_y", ctypes.c_int64),
+                ("s", ctypes.c_void_p), ("ld_s", ctypes.c_int64),
+                ("x", ctypes.c_void_p), ("ld_x", ctypes.c_int64),
+                ("residual", ctypes.c_void_p), ("ld_residual", ctypes.c_int64),
+                ("bias", ctypes.c_void_p), ("weight", ctypes.c_void_p),
+                ("norm_bias", ctypes.c_void_p), ("eps", ctypes.c_float), ("p", ctypes.c_float),
+                ("seed", ctypes.c_uint64), ("offset", ctypes.c_uint64),
+                ("mask", ctypes.c_void_p), ("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p)]
+
+
+NORM_NONE, NORM_LAYER, NORM_RMS = 0, 1, 2  # tile_norm_kind
+
+
 def _candidates():
     env = os.environ.get("FUSEDOPS_LIBRARY")
     if env:
@@ -39,6 +56,20 @@ def library():
     for name in ("tile_softmax", "tile_log_softmax"):
         f = getattr(lib, name)
         f.argtypes = [ctypes.c_int, vp, vp, i64, i64, i64, i64, vp]
+        f.restype = ctypes.c_int
+    f32, u64 = ctypes.c_float, ctypes.c_uint64
+    norm_fns = {  # argument types of the norm family, as include/fusedops.h declares them
+        "tile_layernorm": [ctypes.c_int, vp, vp, vp, vp, vp, vp, i64, i64, i64, i64, f32, vp],
+        "tile_rmsnorm": [ctypes.c_int, vp, vp, vp, vp, i64, i64, i64, i64, f32, vp],
+        "tile_residual_dropout": [ctypes.c_int, vp, vp, vp, vp, vp, i64, i64, i64, i64, i64, f32,
+                                  u64, u64, vp],
+        "tile_residual_dropout_norm": [ctypes.POINTER(AddNormArgs), vp],
+    }
+    for name, argtypes in norm_fns.items():
+        f = getattr(lib, name, None)
+        if f is None:  # a library older than the norm ops: only their calls fail
+            continue
+        f.argtypes = argtypes
         f.restype = ctypes.c_int
     lib.tile_status_string.argtypes = [ctypes.c_int]
     lib.tile_status_string.restype = ctypes.c_char_p

@@ -1,4 +1,4 @@
-"""torch.ops.fusedops.* on a GPU (issue 8). Skips with a reason without PyTorch or a GPU.
+"""torch.ops.fusedops.* on a GPU (issues 8 and 3). Skips with a reason without PyTorch or a GPU.
 
 Run: FUSEDOPS_LIBRARY=build/libfusedops.so PYTHONPATH=python python3 -m unittest tests/python/test_torch_ops.py
 """
@@ -100,6 +100,195 @@ class TorchOpsTest(unittest.TestCase):
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         print(f"\nper call: torch op {1e6 * (t1 - t0) / n:.1f} us, direct C {1e6 * (t2 - t1) / n:.1f} us")
+
+
+@unittest.skipUnless(HAVE_GPU, REASON)
+class NormOpsTest(unittest.TestCase):
+    """layer_norm, rms_norm, residual_dropout, residual_dropout_norm."""
+    SHAPES = [(1, 1), (3, 17), (97, 781), (8, 4, 1000), (2, 70000)]
+    DTYPES = () if torch is None else (torch.float32, torch.float16, torch.bfloat16)
+
+    @classmethod
+    def setUpClass(cls):
+        import fusedops.torch  # noqa: F401  registers the ops
+        cls.F = torch.nn.functional
+
+    def tol(self, dtype):
+        # (atol, rtol) against a float64 reference: one rounding of y to dtype (rtol), and the
+        # fp32 row statistics where y cancels against a bias (atol).
+        return {torch.float32: (1e-4, 2e-5), torch.float16: (2e-3, 2.0 ** -10),
+                torch.bfloat16: (1.6e-2, 2.0 ** -7)}[dtype]
+
+    def close(self, got, want):
+        atol, rtol = self.tol(got.dtype)
+        self.assertFalse(torch.isnan(got).any())
+        torch.testing.assert_close(got.double(), want.double(), atol=atol, rtol=rtol)
+
+    def inputs(self, shape, dtype, seed=0):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        cols = shape[-1]
+
+        def u(*size, lo=-1.0, hi=1.0):
+            return (torch.rand(size, generator=g, device="cuda") * (hi - lo) + lo).to(dtype)
+        return dict(x=u(*shape, lo=-8, hi=8), r=u(*shape, lo=-8, hi=8), b=u(cols),
+                    w=u(cols, lo=0.5, hi=1.5), nb=u(cols))
+
+    @staticmethod
+    def add_ref(x, b, r, p=0.0):
+        """residual + dropout(x + b) with every element kept, in the kernels' fp32 order
+        (t = x + b; t = t * scale; t += r), rounded to x's dtype: exact, not approximate."""
+        t = x.float() + b.float() if b is not None else x.float()
+        if p > 0:
+            scale = (1.0 / (1.0 - torch.tensor(p, dtype=torch.float32))).item()  # fp32 value
+            t = t * scale
+        return (t + r.float()).to(x.dtype)
+
+    def test_layer_norm_matches_torch(self):
+        for dtype in self.DTYPES:
+            for shape in self.SHAPES:
+                t = self.inputs(shape, dtype)
+                cols = shape[-1]
+                for w, b in ((t["w"], t["nb"]), (t["w"], None), (None, None)):
+                    got = torch.ops.fusedops.layer_norm(t["x"], w, b, 1e-5)
+                    want = self.F.layer_norm(t["x"].double(), (cols,),
+                                             None if w is None else w.double(),
+                                             None if b is None else b.double(), 1e-5)
+                    self.close(got, want)
+
+    def test_rms_norm_matches_torch(self):
+        for dtype in self.DTYPES:
+            for shape in self.SHAPES:
+                t = self.inputs(shape, dtype)
+                cols = shape[-1]
+                for w in (t["w"], None):
+                    got = torch.ops.fusedops.rms_norm(t["x"], w, 1e-6)
+                    want = self.F.rms_norm(t["x"].double(), (cols,),
+                                           None if w is None else w.double(), 1e-6)
+                    self.close(got, want)
+
+    def test_residual_dropout_p0_is_exact_add(self):
+        for dtype in self.DTYPES:
+            for shape in self.SHAPES:
+                t = self.inputs(shape, dtype)
+                for b in (t["b"], None):
+                    got = torch.ops.fusedops.residual_dropout(t["x"], t["r"], b, 0.0, 1, 0)
+                    self.assertTrue(torch.equal(got, self.add_ref(t["x"], b, t["r"])),
+                                    f"{dtype} {shape} bias={b is not None}")
+
+    def test_residual_dropout_keeps_or_drops(self):
+        p = 0.1
+        for dtype in self.DTYPES:
+            t = self.inputs((512, 1000), dtype)
+            got = torch.ops.fusedops.residual_dropout(t["x"], t["r"], t["b"], p, 1234, 5)
+            kept = got == self.add_ref(t["x"], t["b"], t["r"], p)
+            dropped = got == t["r"]
+            self.assertTrue(bool((kept | dropped).all()), f"{dtype}: neither kept nor dropped")
+            frac = kept.double().mean().item()
+            self.assertAlmostEqual(frac, 1 - p, delta=0.01)
+            again = torch.ops.fusedops.residual_dropout(t["x"], t["r"], t["b"], p, 1234, 5)
+            self.assertTrue(torch.equal(got, again), "same seed and offset, different output")
+            other = torch.ops.fusedops.residual_dropout(t["x"], t["r"], t["b"], p, 1234, 6)
+            self.assertFalse(torch.equal(got, other), "another offset, the same mask")
+
+    def test_residual_dropout_norm(self):
+        for dtype in self.DTYPES:
+            for shape in self.SHAPES:
+                t = self.inputs(shape, dtype)
+                x, r, b, w, nb = t["x"], t["r"], t["b"], t["w"], t["nb"]
+                cols = shape[-1]
+                for p in (0.0, 0.1):
+                    for rms in (False, True):
+                        y, s = torch.ops.fusedops.residual_dropout_norm(
+                            x, r, b, w, None if rms else nb, p, 1e-5, 99, 3, rms)
+                        # s: the same mask as residual_dropout's for the same (seed, offset)
+                        s_want = (self.add_ref(x, b, r) if p == 0 else
+                                  torch.ops.fusedops.residual_dropout(x, r, b, p, 99, 3))
+                        self.assertTrue(torch.equal(s, s_want), f"s: {dtype} {shape} p={p}")
+                        # y: the norm of s as stored
+                        if rms:
+                            want = self.F.rms_norm(s.double(), (cols,), w.double(), 1e-5)
+                        else:
+                            want = self.F.layer_norm(s.double(), (cols,), w.double(),
+                                                     nb.double(), 1e-5)
+                        self.close(y, want)
+
+    def test_strided_rows(self):
+        # rows with a stride (no copy), and the same through a non-unit column stride (copied)
+        x = torch.randn(64, 300, device="cuda")[:, :257]
+        r = torch.randn(64, 400, device="cuda")[:, 100:357]
+        w = torch.randn(257, device="cuda")
+        F = self.F
+        self.close(torch.ops.fusedops.layer_norm(x, w, None, 1e-5),
+                   F.layer_norm(x.double(), (257,), w.double(), None, 1e-5))
+        self.close(torch.ops.fusedops.rms_norm(x.t().contiguous().t(), w, 1e-6),
+                   F.rms_norm(x.double(), (257,), w.double(), 1e-6))
+        got = torch.ops.fusedops.residual_dropout(x, r, None, 0.0, 0, 0)
+        self.assertTrue(torch.equal(got, self.add_ref(x, None, r)))
+        y, s = torch.ops.fusedops.residual_dropout_norm(x, r, None, w, None, 0.0, 1e-5, 0, 0)
+        self.assertTrue(torch.equal(s, self.add_ref(x, None, r)))
+        self.close(y, F.layer_norm(s.double(), (257,), w.double(), None, 1e-5))
+
+    def test_opcheck(self):
+        t = self.inputs((16, 1024), torch.bfloat16)
+        x, r, b, w, nb = t["x"], t["r"], t["b"], t["w"], t["nb"]
+        ops = torch.ops.fusedops
+        torch.library.opcheck(ops.layer_norm.default, (x, w, nb, 1e-5))
+        torch.library.opcheck(ops.layer_norm.default, (x, None, None, 1e-5))
+        torch.library.opcheck(ops.rms_norm.default, (x, w, 1e-6))
+        torch.library.opcheck(ops.residual_dropout.default, (x, r, b, 0.1, 1, 2))
+        torch.library.opcheck(ops.residual_dropout_norm.default,
+                              (x, r, b, w, nb, 0.1, 1e-5, 1, 2, False))
+        torch.library.opcheck(ops.residual_dropout_norm.default,
+                              (x, r, None, w, None, 0.0, 1e-5, 1, 2, True))
+
+    def test_errors(self):
+        ops = torch.ops.fusedops
+        x = torch.randn(4, 8, device="cuda")
+        with self.assertRaisesRegex(ValueError, "CUDA tensor"):
+            ops.layer_norm(torch.randn(4, 8), None, None, 1e-5)
+        with self.assertRaisesRegex(TypeError, "dtype"):
+            ops.rms_norm(x, torch.ones(8, device="cuda", dtype=torch.bfloat16), 1e-6)
+        with self.assertRaisesRegex(ValueError, "shape"):
+            ops.layer_norm(x, torch.ones(7, device="cuda"), None, 1e-5)
+        with self.assertRaisesRegex(ValueError, "shape"):
+            ops.residual_dropout(x, torch.randn(4, 9, device="cuda"), None, 0.0, 0, 0)
+        with self.assertRaisesRegex(ValueError, "norm_bias"):
+            ops.residual_dropout_norm(x, x, None, None, torch.ones(8, device="cuda"), 0.0, 1e-5,
+                                      0, 0, True)
+        # the library's own validation, its message in the exception
+        with self.assertRaisesRegex(RuntimeError, "invalid argument"):
+            ops.residual_dropout(x, x, None, 1.0, 0, 0)
+        with self.assertRaisesRegex(RuntimeError, "invalid argument"):
+            ops.layer_norm(x, None, None, -1.0)
+        xg = torch.randn(4, 8, device="cuda", requires_grad=True)
+        with self.assertRaisesRegex(NotImplementedError, "no backward"):
+            ops.layer_norm(xg, None, None, 1e-5).sum().backward()
+        with self.assertRaisesRegex(NotImplementedError, "no backward"):
+            y, s = ops.residual_dropout_norm(xg, x, None, None, None, 0.1, 1e-5, 0, 0)
+            (y.sum() + s.sum()).backward()
+
+    def test_compile_fullgraph_and_cuda_graph(self):
+        ops = torch.ops.fusedops
+
+        def block(x, r, b, w, nb):
+            y, s = ops.residual_dropout_norm(x, r, b, w, nb, 0.1, 1e-5, 42, 7)
+            h = ops.layer_norm(y * 2.0, w, nb, 1e-5)
+            h = ops.rms_norm(h, w, 1e-6)
+            return ops.residual_dropout(h, s, b, 0.1, 42, 8)
+
+        t = self.inputs((256, 1024), torch.bfloat16)
+        args = (t["x"], t["r"], t["b"], t["w"], t["nb"])
+        eager = block(*args)
+        compiled = torch.compile(block, fullgraph=True)(*args)
+        torch.testing.assert_close(compiled, eager)
+        static_x = t["x"].clone()
+        g = torch.cuda.CUDAGraph()
+        block(static_x, *args[1:])  # warm-up outside the capture
+        with torch.cuda.graph(g):
+            static_out = block(static_x, *args[1:])
+        static_x.copy_(torch.randn_like(static_x))
+        g.replay()
+        torch.testing.assert_close(static_out, block(static_x, *args[1:]))
 
 
 if __name__ == "__main__":
