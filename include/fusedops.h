@@ -190,9 +190,10 @@ TILE_API tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, cons
                                   int64_t ld_x, float eps, tile_stream stream);
 
 /*
- * Bias-dropout-add: y = residual + dropout(x + bias, p). bias may be NULL. Dropout keeps an
- * element with probability 1 - p and scales kept ones by 1 / (1 - p) (the fp32 value
- * 1.0f / (1.0f - p)); p = 0 is the identity (no random numbers are drawn). The keep decision
+ * Bias-dropout-add: y = residual + dropout(x + bias, p). residual is required; bias may be
+ * NULL. Dropout keeps an element with probability 1 - p and scales kept ones by 1 / (1 - p)
+ * (the fp32 value 1.0f / (1.0f - p)); p = 0 is exactly the identity (and draws no random
+ * numbers unless a mask is asked for). The keep decision
  * of element (r, c) is a pure function of (seed, offset, r, c): Philox4x32-10 keyed by `seed`,
  * counter (c / 4, r, offset) (docs/api.md, "Dropout random numbers"), so the same (seed,
  * offset) gives the same mask for every variant, dtype and GPU. mask, when not NULL, receives
@@ -219,7 +220,8 @@ typedef struct tile_add_norm_args {
     tile_dtype dtype;
     tile_norm_kind norm;
     int64_t rows, cols;
-    void *y;              /* norm(s) * weight + norm_bias; unused (NULL) for TILE_NORM_NONE */
+    void *y;              /* norm(s) * weight + norm_bias; must be NULL for TILE_NORM_NONE (as
+                             weight, norm_bias, mean and rstd must) */
     int64_t ld_y;
     void *s;              /* residual + dropout(x + bias): the new residual stream; may be NULL
                              only when there is nothing to add (no residual, bias or dropout) */

@@ -126,18 +126,18 @@ static tile_status launch(const tile_device *device, int32_t variant, const tile
     return tile_launch(device, variant, programs, stream, args);
 }
 
-/* Validate, dispatch (or check the forced variant), launch. variant < 0: dispatch. */
-static tile_status run(const norm_entry *e, int32_t variant, const tile_add_norm_args *a,
-                       tile_stream stream) {
+/* Validate, dispatch (or, forced, check that `variant` may run it), launch. */
+static tile_status run(const norm_entry *e, int forced, int32_t variant,
+                       const tile_add_norm_args *a, tile_stream stream) {
     int32_t align;
     tile_status s = check_args(e, a, &align);
     if (s != TILE_STATUS_SUCCESS) return s;
-    if (variant >= 0 && (s = tile_check_variant_index(e->fn, variant))) return s;
+    if (forced && (s = tile_check_variant_index(e->fn, variant))) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = {norm_op, a->dtype, a->rows, a->cols, align, device->arch, device->sm_count,
                       device->smem_limit};
-    if (variant >= 0) s = tile_check_variant(e->fn, variant, &p);
+    if (forced) s = tile_check_variant(e->fn, variant, &p);
     else s = tile_dispatch_cached(&p, &variant);
     if (s != TILE_STATUS_SUCCESS) return s;
     return launch(device, variant, a, stream);
@@ -152,7 +152,7 @@ tile_status tile_layernorm(tile_dtype dtype, void *y, const void *x, const void 
                                   .rows = rows, .cols = cols, .y = y, .ld_y = ld_y, .x = x,
                                   .ld_x = ld_x, .weight = weight, .norm_bias = bias, .eps = eps,
                                   .mean = mean, .rstd = rstd};
-    return run(&e, -1, &a, stream);
+    return run(&e, 0, -1, &a, stream);
 }
 
 tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, const void *weight, float *rstd,
@@ -163,7 +163,7 @@ tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, const void *w
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_RMS,
                                   .rows = rows, .cols = cols, .y = y, .ld_y = ld_y, .x = x,
                                   .ld_x = ld_x, .weight = weight, .eps = eps, .rstd = rstd};
-    return run(&e, -1, &a, stream);
+    return run(&e, 0, -1, &a, stream);
 }
 
 tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x, const void *residual,
@@ -178,7 +178,7 @@ tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x, cons
                                   .ld_x = ld_x, .residual = residual, .ld_residual = ld_residual,
                                   .bias = bias, .p = p, .seed = seed, .offset = offset,
                                   .mask = mask};
-    return run(&e, -1, &a, stream);
+    return run(&e, 0, -1, &a, stream);
 }
 
 /* Copies the caller's args (of the size they were compiled with) into a full, zeroed struct. */
@@ -206,7 +206,7 @@ tile_status tile_residual_dropout_norm(const tile_add_norm_args *args, tile_stre
                          (int)a.norm);
     if (!a.s) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: s is NULL", e.fn);
     if (!a.residual) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: residual is NULL", e.fn);
-    return run(&e, -1, &a, stream);
+    return run(&e, 0, -1, &a, stream);
 }
 
 tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *args,
@@ -216,7 +216,7 @@ tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *arg
     tile_add_norm_args a;
     tile_status s = copy_args(e.fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;
-    return run(&e, variant, &a, stream);
+    return run(&e, 1, variant, &a, stream);
 }
 
 tile_status tile_norm_explain(tile_dtype dtype, int64_t rows, int64_t cols, int64_t ld_y,

@@ -192,6 +192,150 @@ int64_t support_compare(const char *label, const float *got, int64_t ld_got, con
     return bad;
 }
 
+int64_t support_compare_exact(const char *label, const float *got, int64_t ld_got,
+                              const float *want, int64_t ld_want, int64_t rows, int64_t cols) {
+    int64_t bad = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            const float g = got[r * ld_got + c], w = want[r * ld_want + c];
+            if (memcmp(&g, &w, sizeof g) == 0) continue;
+            if (bad < 5)
+                fprintf(stderr, "%s: mismatch at [%lld, %lld]: got %.9g, want %.9g (exact)\n",
+                        label, (long long)r, (long long)c, g, w);
+            bad++;
+        }
+    return bad;
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+static uint32_t mulhilo32(uint32_t a, uint32_t b, uint32_t *hi) {
+    const uint64_t prod = (uint64_t)a * b;
+    *hi = (uint32_t)(prod >> 32);
+    return (uint32_t)prod;
+}
+
+void support_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; round++) {
+        if (round) {
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        uint32_t hi0, hi1;
+        const uint32_t lo0 = mulhilo32(0xD2511F53u, c0, &hi0);
+        const uint32_t lo1 = mulhilo32(0xCD9E8D57u, c2, &hi1);
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* The four words of columns 4*(col/4) .. 4*(col/4)+3 of row `row`. */
+static void philox_group(uint64_t seed, uint64_t offset, int64_t row, int64_t col,
+                         uint32_t out[4]) {
+    const uint64_t r = (uint64_t)row, group = (uint64_t)col >> 2;
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t ctr[4] = {(uint32_t)group, (uint32_t)r, (uint32_t)offset,
+                             (uint32_t)(offset >> 32) ^ (uint32_t)(r >> 32) ^
+                                 (uint32_t)(group >> 32)};
+    support_philox4x32_10(ctr, key, out);
+}
+
+uint32_t support_philox_word(uint64_t seed, uint64_t offset, int64_t row, int64_t col) {
+    uint32_t out[4];
+    philox_group(seed, offset, row, col, out);
+    return out[col & 3];
+}
+
+uint32_t support_dropout_threshold(float p) { return (uint32_t)((double)p * 4294967296.0); }
+
+float support_dropout_scale(float p) { return 1.0f / (1.0f - p); }
+
+int support_dropout_keep(float p, uint64_t seed, uint64_t offset, int64_t row, int64_t col) {
+    return p == 0.0f || support_philox_word(seed, offset, row, col) >= support_dropout_threshold(p);
+}
+
+/* ---------------------------------------------------------------- add-and-norm */
+
+void support_add_norm_reference(const support_add_norm_ref_args *a) {
+    const int64_t cols = a->cols;
+    const uint32_t threshold = support_dropout_threshold(a->p);
+    const float scale = support_dropout_scale(a->p);
+    float *s = malloc((size_t)cols * sizeof *s);
+    void *stored = malloc((size_t)cols * support_dtype_size(a->dtype));
+    if (!s || !stored) {
+        fprintf(stderr, "support_add_norm_reference: out of host memory\n");
+        exit(1);
+    }
+    for (int64_t r = 0; r < a->rows; r++) { /* reads rows*cols (x2 with residual), writes s, y */
+        const float *x = a->x + r * a->ld_x;
+        uint32_t words[4];
+        /* fp32, one operation per statement: C11 (-std=c11) does not contract a * b + c into an
+         * fma across statements, so this is the exact sequence of roundings the kernels do. */
+        for (int64_t c = 0; c < cols; c++) {
+            float t = x[c];
+            if (a->bias) t = t + a->bias[c];
+            int keep = 1;
+            if (a->p > 0.0f) {
+                if (c == 0 || (c & 3) == 0) philox_group(a->seed, a->offset, r, c, words);
+                keep = words[c & 3] >= threshold;
+                if (keep) t = t * scale;
+                else t = 0.0f;
+            }
+            if (a->residual) t = t + a->residual[r * a->ld_residual + c];
+            s[c] = t;
+            if (a->mask) a->mask[r * cols + c] = (uint8_t)keep;
+        }
+        support_pack(a->dtype, stored, s, (size_t)cols);
+        support_unpack(a->dtype, s, stored, (size_t)cols);
+        if (a->s) memcpy(a->s + r * cols, s, (size_t)cols * sizeof *s);
+        if (a->norm != TILE_NORM_LAYER && a->norm != TILE_NORM_RMS) continue;
+
+        double mean = 0, ms = 0;
+        for (int64_t c = 0; c < cols; c++) mean += s[c];
+        mean /= (double)cols;
+        for (int64_t c = 0; c < cols; c++) {
+            const double d = a->norm == TILE_NORM_LAYER ? s[c] - mean : s[c];
+            ms += d * d;
+        }
+        const double rstd = 1.0 / sqrt(ms / (double)cols + (double)a->eps);
+        const double shift = a->norm == TILE_NORM_LAYER ? mean : 0.0;
+        if (a->mean && a->norm == TILE_NORM_LAYER) a->mean[r] = mean;
+        if (a->rstd) a->rstd[r] = rstd;
+        if (!a->y) continue;
+        for (int64_t c = 0; c < cols; c++) {
+            double v = ((double)s[c] - shift) * rstd;
+            if (a->weight) v *= a->weight[c];
+            if (a->norm_bias && a->norm == TILE_NORM_LAYER) v += a->norm_bias[c];
+            a->y[r * cols + c] = v;
+        }
+    }
+    free(s);
+    free(stored);
+}
+
+void support_norm_tolerance(tile_dtype dtype, int stats, double *atol, double *rtol) {
+    /* Twice the error of a naive fp32 implementation (one sequential sum per row, the worst
+     * order) on rows of 65536 columns of the GPU test's data, measured on the host: rstd 2.6e-5
+     * relative; y 2.1e-5 absolute where y nearly cancels against norm_bias (the statistics'
+     * error times |(s - mean) * rstd * weight|, a few units). Blocked sums, as on the GPU, stay
+     * near 2e-7. On top: one rounding of y to dtype (rtol). */
+    if (stats) {
+        *atol = 1e-5;
+        *rtol = 5e-5;
+        return;
+    }
+    *atol = 5e-5;
+    *rtol = dtype == TILE_DTYPE_F32 ? 2e-5 : dtype == TILE_DTYPE_F16 ? 1.0 / (1 << 10)
+                                                                   : 1.0 / (1 << 7);
+}
+
 static const char *variant_name(int32_t index) {
     tile_variant_info info = {.struct_size = sizeof info};
     return tile_variant_get(index, &info) == TILE_STATUS_SUCCESS ? info.name : "?";

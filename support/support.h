@@ -64,6 +64,57 @@ void support_tolerance(tile_dtype dtype, int log_softmax, double *atol, double *
 int64_t support_compare(const char *label, const float *got, int64_t ld_got, const double *want,
                         int64_t rows, int64_t cols, double atol, double rtol, double *max_err);
 
+/* Compares got (rows x cols, stride ld_got) with want (stride ld_want) bit for bit: outputs
+ * that must equal the reference exactly (the residual stream s). Prints up to 5 mismatches
+ * like support_compare. Returns the mismatch count. */
+int64_t support_compare_exact(const char *label, const float *got, int64_t ld_got,
+                              const float *want, int64_t ld_want, int64_t rows, int64_t cols);
+
+/* Dropout's random numbers (docs/api.md, "Dropout random numbers"). Philox4x32-10 (Salmon et
+ * al., Random123): counter ctr, key key, the four output words in out. */
+void support_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* The random word of element (row, col): key (seed low, seed high), counter (col / 4, row,
+ * offset low, offset high ^ row high ^ (col / 4) high), word col % 4. */
+uint32_t support_philox_word(uint64_t seed, uint64_t offset, int64_t row, int64_t col);
+/* Keep an element iff its word >= (uint32_t)(p * 2^32) (double arithmetic, truncated); kept
+ * elements are scaled by the fp32 value 1.0f / (1.0f - p). p in [0, 1). */
+uint32_t support_dropout_threshold(float p);
+float support_dropout_scale(float p);
+/* Whether dropout with probability p keeps element (row, col); p = 0 keeps all, drawing no
+ * random number. */
+int support_dropout_keep(float p, uint64_t seed, uint64_t offset, int64_t row, int64_t col);
+
+/* Float64 reference of the add-and-norm family (tile_residual_dropout_norm, and its special
+ * cases tile_layernorm, tile_rmsnorm, tile_residual_dropout): per element, in fp32 and in
+ * this order, t = x; t += bias; t = kept ? t * scale : 0 (p > 0 only); t += residual; then
+ * s = t rounded to dtype. The norm of the stored s is in float64: LayerNorm
+ * y = (s - mean) * rstd * weight + norm_bias, rstd = 1 / sqrt(biased var + eps); RMSNorm
+ * y = s * rstd * weight, rstd = 1 / sqrt(mean(s^2) + eps). Inputs are floats holding the values
+ * as stored (already rounded to dtype). Every output may be NULL; y, mean and rstd are not
+ * written for TILE_NORM_NONE, mean not for TILE_NORM_RMS. */
+typedef struct support_add_norm_ref_args {
+    tile_dtype dtype;      /* storage: s is rounded to it */
+    tile_norm_kind norm;
+    int64_t rows, cols;
+    const float *x;        /* rows x cols, row stride ld_x */
+    int64_t ld_x;
+    const float *residual; /* or NULL; row stride ld_residual */
+    int64_t ld_residual;
+    const float *bias, *weight, *norm_bias; /* [cols], or NULL */
+    float eps, p;
+    uint64_t seed, offset;
+    /* outputs: rows x cols with row stride cols, and [rows] */
+    float *s;              /* as stored, converted to float */
+    double *y;
+    uint8_t *mask;         /* 1 kept, 0 dropped */
+    double *mean, *rstd;
+} support_add_norm_ref_args;
+void support_add_norm_reference(const support_add_norm_ref_args *a);
+
+/* Tolerance for norm outputs, |got - want| <= atol + rtol * |want|: y stored as dtype
+ * (stats = 0), or the fp32 row statistics mean and rstd (stats = 1, dtype unused). */
+void support_norm_tolerance(tile_dtype dtype, int stats, double *atol, double *rtol);
+
 /* One softmax case on the GPU: x is uniform in [-8, 8) from `seed`, rows x cols with row
  * strides cols + pad_x and cols + pad_y, pointers offset by `offset` elements from a 256-byte
  * aligned allocation (offset 1 exercises the scalar path). y is poisoned (NaN) first; the

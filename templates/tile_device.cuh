@@ -317,7 +317,9 @@ template <typename L> struct keep_bits {
 };
 
 // Dropout in place over tile col0 of `row`: element (row, col) is kept iff its random word is
-// at least `threshold`, and kept elements are scaled by `scale`; dropped ones become 0.
+// at least `threshold`, and kept elements are scaled by `scale`; dropped ones become 0. The
+// product is rounded on its own (__fmul_rn): never contracted into an FMA with a later add, so
+// s is bit for bit what docs/api.md specifies.
 template <typename L>
 __device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t row, int64_t col0,
                                         uint64_t seed, uint64_t offset, uint32_t threshold,
@@ -333,7 +335,7 @@ __device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t 
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     const bool kept = word_of(w, j) >= threshold;
-                    t.v[i][g + j] = kept ? t.v[i][g + j] * scale : 0.0f;
+                    t.v[i][g + j] = kept ? __fmul_rn(t.v[i][g + j], scale) : 0.0f;
                     keep.bits |= (uint32_t)kept << (i * L::VEC + g + j);
                 }
             }
@@ -342,7 +344,7 @@ __device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t 
             for (int k = 0; k < L::VEC; k++) {
                 const uint4 w = dropout_words(seed, offset, row, c + k);
                 const bool kept = word_of(w, (int)((c + k) & 3)) >= threshold;
-                t.v[i][k] = kept ? t.v[i][k] * scale : 0.0f;
+                t.v[i][k] = kept ? __fmul_rn(t.v[i][k], scale) : 0.0f;
                 keep.bits |= (uint32_t)kept << (i * L::VEC + k);
             }
         }

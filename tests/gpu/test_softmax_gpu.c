@@ -462,9 +462,10 @@ int main(void) {
 
 #define REPORT(ok, ...)                                                                       \
     do {                                                                                      \
-        if (ok) passed++;                                                                     \
+        const int ok_ = (ok); /* evaluated once: it runs a check */                           \
+        if (ok_) passed++;                                                                    \
         else failed++;                                                                        \
-        printf("%-44s %s\n", __VA_ARGS__, (ok) ? "ok" : "FAIL");                              \
+        printf("%-44s %s\n", __VA_ARGS__, ok_ ? "ok" : "FAIL");                               \
     } while (0)
 
     REPORT(!check_device_queries(), "device queries");
