@@ -402,3 +402,140 @@ int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *
     free(want);
     return bad;
 }
+
+/* A device copy of n host floats stored as dtype, `offset` elements past a 256-byte boundary. */
+static CUdeviceptr upload_at(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
+                             size_t offset, CUdeviceptr *base) {
+    const size_t elem = support_dtype_size(dtype);
+    void *packed = malloc(n * elem);
+    if (!packed) {
+        fprintf(stderr, "support: out of host memory\n");
+        exit(1);
+    }
+    support_pack(dtype, packed, v, n);
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(base, n * elem + offset * elem + 256));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*base + offset * elem, packed, n * elem));
+    free(packed);
+    return *base + offset * elem;
+}
+
+/* Host floats uniform in [lo, hi), rounded to dtype (what the GPU will read). */
+static float *stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
+    float *v = malloc(n * sizeof *v);
+    void *tmp = malloc(n * support_dtype_size(dtype));
+    if (!v || !tmp) {
+        fprintf(stderr, "support: out of host memory\n");
+        exit(1);
+    }
+    support_fill_uniform(v, n, seed, lo, hi);
+    support_pack(dtype, tmp, v, n);
+    support_unpack(dtype, v, tmp, n);
+    free(tmp);
+    return v;
+}
+
+int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, tile_status *status,
+                         double *max_err) {
+    const tile_driver *d = gpu->drv;
+    const tile_dtype dt = c->dtype;
+    const size_t elem = support_dtype_size(dt), off = (size_t)c->offset;
+    const int64_t rows = c->rows, cols = c->cols, ld = cols + c->pad;
+    const size_t n = (size_t)(rows * ld), dense = (size_t)(rows * cols);
+    const int layer = c->norm == TILE_NORM_LAYER, has_norm = c->norm != TILE_NORM_NONE;
+    float *x = stored_uniform(dt, n, c->seed, -4.0f, 4.0f);
+    float *res = stored_uniform(dt, n, c->seed + 1, -4.0f, 4.0f);
+    float *bias = stored_uniform(dt, (size_t)cols, c->seed + 2, -1.0f, 1.0f);
+    float *weight = stored_uniform(dt, (size_t)cols, c->seed + 3, 0.5f, 1.5f);
+    float *norm_bias = stored_uniform(dt, (size_t)cols, c->seed + 4, -1.0f, 1.0f);
+    float *want_s = malloc(dense * sizeof(float)), *got = malloc(n * sizeof(float));
+    double *want_y = malloc(dense * sizeof(double));
+    uint8_t *want_mask = malloc(dense), *got_mask = malloc(dense);
+    double *want_rstd = malloc((size_t)rows * sizeof(double));
+    double *want_means = malloc((size_t)rows * sizeof(double));
+    float *got_stats = malloc((size_t)rows * sizeof(float));
+    void *store = malloc(n * elem);
+    if (!want_s || !got || !want_y || !want_mask || !got_mask || !want_rstd || !want_means ||
+        !got_stats || !store) {
+        fprintf(stderr, "support_norm_run: out of host memory\n");
+        exit(1);
+    }
+    support_add_norm_ref_args ref = {
+        .dtype = dt, .norm = c->norm, .rows = rows, .cols = cols, .x = x, .ld_x = ld,
+        .residual = res, .ld_residual = ld, .bias = bias, .weight = has_norm ? weight : NULL,
+        .norm_bias = layer ? norm_bias : NULL, .eps = 1e-5f, .p = c->p, .seed = c->seed,
+        .offset = c->seed * 3, .s = want_s, .y = has_norm ? want_y : NULL, .mask = want_mask,
+        .mean = layer ? want_means : NULL, .rstd = has_norm ? want_rstd : NULL};
+    support_add_norm_reference(&ref);
+
+    CUdeviceptr bx, br, bb, bw, bn, bs, by, bm, bmean, brstd;
+    const CUdeviceptr dx = upload_at(gpu, dt, x, n, off, &bx);
+    const CUdeviceptr dr = upload_at(gpu, dt, res, n, off, &br);
+    const CUdeviceptr db = upload_at(gpu, dt, bias, (size_t)cols, off, &bb);
+    const CUdeviceptr dw = upload_at(gpu, dt, weight, (size_t)cols, off, &bw);
+    const CUdeviceptr dn = upload_at(gpu, dt, norm_bias, (size_t)cols, off, &bn);
+    const size_t out_bytes = n * elem + off * elem + 256;
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&bs, out_bytes));
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&by, out_bytes));
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&bm, dense));
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&bmean, (size_t)rows * sizeof(float)));
+    SUPPORT_CHECK(gpu, d->cuMemAlloc(&brstd, (size_t)rows * sizeof(float)));
+    const CUdeviceptr poison[] = {bs, by};
+    for (int i = 0; i < 2; i++) SUPPORT_CHECK(gpu, d->cuMemsetD8(poison[i], 0xff, out_bytes));
+    SUPPORT_CHECK(gpu, d->cuMemsetD8(bm, 0xee, dense));
+    SUPPORT_CHECK(gpu, d->cuMemsetD8(bmean, 0xff, (size_t)rows * sizeof(float)));
+    SUPPORT_CHECK(gpu, d->cuMemsetD8(brstd, 0xff, (size_t)rows * sizeof(float)));
+#define DP(p) ((void *)(uintptr_t)(p))
+    tile_add_norm_args a = {
+        .struct_size = sizeof a, .dtype = dt, .norm = c->norm, .rows = rows, .cols = cols,
+        .y = has_norm ? DP(by + off * elem) : NULL, .ld_y = ld, .s = DP(bs + off * elem),
+        .ld_s = ld, .x = DP(dx), .ld_x = ld, .residual = DP(dr), .ld_residual = ld,
+        .bias = DP(db), .weight = has_norm ? DP(dw) : NULL, .norm_bias = layer ? DP(dn) : NULL,
+        .eps = 1e-5f, .p = c->p, .seed = c->seed, .offset = c->seed * 3, .mask = DP(bm),
+        .mean = layer ? DP(bmean) : NULL, .rstd = has_norm ? DP(brstd) : NULL};
+#undef DP
+    tile_status st;
+    if (c->variant >= 0) st = tile_add_norm_variant(c->variant, &a, NULL);
+    else if (has_norm) st = tile_residual_dropout_norm(&a, NULL);
+    else st = tile_residual_dropout(dt, a.s, a.x, a.residual, a.bias, a.mask, rows, cols, ld, ld,
+                                    ld, a.p, a.seed, a.offset, NULL);
+    *status = st;
+    int64_t bad = -1;
+    if (st == TILE_STATUS_SUCCESS) {
+        SUPPORT_CHECK(gpu, d->cuCtxSynchronize());
+        char label[200];
+        snprintf(label, sizeof label, "%s %s %s %lldx%lld",
+                 c->variant < 0 ? "dispatch" : variant_name(c->variant), tile_dtype_string(dt),
+                 c->norm == TILE_NORM_LAYER ? "layernorm" : c->norm == TILE_NORM_RMS ? "rmsnorm"
+                                                                                      : "none",
+                 (long long)rows, (long long)cols);
+        SUPPORT_CHECK(gpu, d->cuMemcpyDtoH(store, bs + off * elem, n * elem));
+        support_unpack(dt, got, store, n);
+        bad = support_compare_exact(label, got, ld, want_s, cols, rows, cols);
+        for (int64_t r = 0; r < rows; r++) /* row padding must stay poisoned */
+            for (int64_t k = cols; k < ld; k++) bad += !isnan(got[r * ld + k]);
+        SUPPORT_CHECK(gpu, d->cuMemcpyDtoH(got_mask, bm, dense));
+        for (size_t i = 0; i < dense; i++) bad += got_mask[i] != want_mask[i];
+        double atol, rtol, err = 0;
+        if (has_norm) {
+            SUPPORT_CHECK(gpu, d->cuMemcpyDtoH(store, by + off * elem, n * elem));
+            support_unpack(dt, got, store, n);
+            support_norm_tolerance(dt, 0, &atol, &rtol);
+            bad += support_compare(label, got, ld, want_y, rows, cols, atol, rtol, max_err);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t k = cols; k < ld; k++) bad += !isnan(got[r * ld + k]);
+            support_norm_tolerance(dt, 1, &atol, &rtol);
+            SUPPORT_CHECK(gpu, d->cuMemcpyDtoH(got_stats, brstd, (size_t)rows * sizeof(float)));
+            bad += support_compare(label, got_stats, 1, want_rstd, rows, 1, atol, rtol, &err);
+            if (layer) {
+                SUPPORT_CHECK(gpu, d->cuMemcpyDtoH(got_stats, bmean, (size_t)rows * sizeof(float)));
+                bad += support_compare(label, got_stats, 1, want_means, rows, 1, atol, rtol, &err);
+            }
+        }
+    }
+    const CUdeviceptr bufs[] = {bx, br, bb, bw, bn, bs, by, bm, bmean, brstd};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(gpu, d->cuMemFree(bufs[i]));
+    void *host[] = {x, res, bias, weight, norm_bias, want_s, got, want_y, want_mask, got_mask,
+                    want_rstd, want_means, got_stats, store};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    return bad;
+}

@@ -130,6 +130,25 @@ typedef struct support_softmax_case {
 int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *c,
                             tile_status *status, double *max_err);
 
+/* One add-and-norm case on the GPU, every operand present that the norm kind takes: x and
+ * residual uniform in [-4, 4), bias in [-1, 1), weight in [0.5, 1.5), norm_bias in [-1, 1);
+ * mask, mean (LayerNorm) and rstd outputs. Rows x cols tensors have row stride cols + pad,
+ * every pointer is `offset` elements past a 256-byte boundary. Outputs are poisoned first;
+ * s and the mask must match the reference bit for bit, y, mean and rstd within tolerance, and
+ * row padding must stay poisoned. variant < 0 runs the public function
+ * (tile_residual_dropout_norm, or tile_residual_dropout for TILE_NORM_NONE). Returns the
+ * mismatch count (-1 when the call failed: *status says why). */
+typedef struct support_norm_case {
+    int32_t variant;
+    tile_dtype dtype;
+    tile_norm_kind norm;
+    int64_t rows, cols, pad, offset;
+    float p;
+    uint64_t seed;
+} support_norm_case;
+int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, tile_status *status,
+                         double *max_err);
+
 #ifdef __cplusplus
 }
 #endif
