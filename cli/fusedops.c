@@ -250,7 +250,7 @@ static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_
                     .variant = index, .dtype = v->dtype, .norm = (tile_norm_kind)k,
                     .rows = row_counts[r], .cols = widths[w],
                     .pad = round_up + (r == 1 ? 2 * epa : 0), .offset = epa == 1 ? 1 : 0,
-                    .p = k == TILE_NORM_RMS ? 0.0f : 0.1f,
+                    .p = k == TILE_NORM_RMS || !strstr(v->params, "DROPOUT=1") ? 0.0f : 0.1f,
                     .seed = 1000u * (uint64_t)index + 10u * (uint64_t)w + (uint64_t)r};
                 tile_status s;
                 double err = 0;

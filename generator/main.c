@@ -193,6 +193,8 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
         bad = "arch_min must be >= 50 and arch_max 0 or >= arch_min";
     else if (f[GRID_FIELD_PERSISTENT] != 0 && f[GRID_FIELD_PERSISTENT] != 1)
         bad = "persistent must be 0 or 1";
+    else if (f[GRID_FIELD_FEATURES] < 0 || f[GRID_FIELD_FEATURES] > 0xffff)
+        bad = "features must be a bit set in 0..0xffff";
     if (bad) die("%s:%d: family %s, %s: %s", st->grid->path, pt->family->line, pt->family->name,
                  params, bad);
     st->survivors++;
@@ -356,13 +358,13 @@ int main(int argc, char **argv) {
         const int64_t *f = r->fields;
         text_printf(&reg,
                     "    {\"%s\", \"%s\", (tile_dtype)%d, %lld, %lld, %lld, %lld, %lldLL, %lld, "
-                    "%lld, %lld, %lld, \"%s\"},\n",
+                    "%lld, %lld, %lld, %lld, \"%s\"},\n",
                     r->name, r->op, r->dtype, (long long)f[GRID_FIELD_THREADS],
                     (long long)f[GRID_FIELD_ROWS_PER_PROGRAM], (long long)f[GRID_FIELD_CLUSTER],
                     (long long)f[GRID_FIELD_SMEM], (long long)f[GRID_FIELD_MAX_COLS],
                     (long long)f[GRID_FIELD_ALIGN], (long long)f[GRID_FIELD_ARCH_MIN],
                     (long long)f[GRID_FIELD_ARCH_MAX], (long long)f[GRID_FIELD_PERSISTENT],
-                    r->params);
+                    (long long)f[GRID_FIELD_FEATURES], r->params);
     }
     text_printf(&reg, "};\nconst int32_t tile_registry_count = %d;\n", st.row_count);
     char path[1200];

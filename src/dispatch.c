@@ -81,6 +81,7 @@ static void runtime_table_load(void) {
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why) {
     const char *reason = NULL;
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
+    else if ((v->features & p->features) != p->features) reason = "features";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
@@ -245,7 +246,7 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit;
+    int32_t sm_count, smem_limit, features;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -255,15 +256,15 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
-        c->smem_limit == p->smem_limit) {
+        c->smem_limit == p->smem_limit && c->features == p->features) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
     tile_decision d;
     tile_status s = tile_dispatch(p, &d);
     if (s != TILE_STATUS_SUCCESS) return s;
-    *c = (cached_decision){p->op,    p->rows,   p->cols,      (int32_t)p->dtype, p->align,
-                           p->arch,  d.variant, p->sm_count, p->smem_limit};
+    *c = (cached_decision){p->op,   p->rows,   p->cols,     (int32_t)p->dtype, p->align,
+                           p->arch, d.variant, p->sm_count, p->smem_limit,     p->features};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }
@@ -295,6 +296,11 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                          "%s: %s needs %d-byte aligned pointers and row strides; these are "
                          "aligned to %d",
                          fn, v->name, v->align_bytes, p->align);
+    if (!strcmp(why, "features"))
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s lacks work this call needs (features 0x%x of 0x%x: 0x1 is "
+                         "dropout or a keep mask)",
+                         fn, v->name, (unsigned)v->features, (unsigned)p->features);
     if (!strcmp(why, "cols"))
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: %s takes at most %lld columns, got cols %lld", fn, v->name,
@@ -342,7 +348,7 @@ tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtyp
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: arch is %d; give 10*major+minor (90 = sm_90) or 0", fn, arch);
     }
-    tile_problem p = {op, dtype, rows, cols, align, arch, sm_count, smem_limit};
+    tile_problem p = {op, dtype, rows, cols, align, arch, sm_count, smem_limit, 0};
     tile_decision d = {.struct_size = sizeof d};
     if ((s = tile_dispatch(&p, &d)) != TILE_STATUS_SUCCESS) return s;
     const size_t size = decision->struct_size; /* copy only what the caller's struct holds */

@@ -43,6 +43,7 @@ typedef struct tile_problem {
     int32_t arch;
     int32_t sm_count;   /* 0 when unknown (explain for another arch) */
     int32_t smem_limit; /* per-program shared memory the device allows */
+    int32_t features;   /* TILE_FEATURE_* bits the call needs (0: none) */
 } tile_problem;
 
 /* Shared memory a program may opt in to on a GPU of this arch, for explain without the GPU

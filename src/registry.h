@@ -19,6 +19,7 @@ typedef struct tile_variant {
     int32_t arch_min;
     int32_t arch_max; /* 0: open */
     int32_t persistent; /* programs loop over row blocks: launch at most SMs x occupancy */
+    int32_t features;   /* optional work it implements (TILE_FEATURE_* bits, norm_args.h) */
     const char *params;
 } tile_variant;
 

@@ -132,7 +132,7 @@ int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *
 
 /* One add-and-norm case on the GPU, every operand present that the norm kind takes: x and
  * residual uniform in [-4, 4), bias in [-1, 1), weight in [0.5, 1.5), norm_bias in [-1, 1);
- * mask, mean (LayerNorm) and rstd outputs. Rows x cols tensors have row stride cols + pad,
+ * mean (LayerNorm) and rstd outputs, and the keep mask where p > 0. Rows x cols tensors have row stride cols + pad,
  * every pointer is `offset` elements past a 256-byte boundary. Outputs are poisoned first;
  * s and the mask must match the reference bit for bit, y, mean and rstd within tolerance, and
  * row padding must stay poisoned. variant < 0 runs the public function

@@ -6,6 +6,10 @@
 
 #include <stdint.h>
 
+/* Optional work a variant implements (the grids' `set features`, the registry's `features`):
+ * dispatch only gives a call to variants that have what it needs. */
+#define TILE_FEATURE_DROPOUT 1 /* dropout (p > 0) or a keep mask */
+
 typedef struct tile_norm_kernel_args {
     void *y;                /* norm output, or NULL (no norm) */
     void *s;                /* residual stream output, or NULL (s is x itself) */

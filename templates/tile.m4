@@ -47,16 +47,16 @@ m4_define(<|TILE_ROW_STRIDE|>, <|tile::row_stride<$1>()|>)
 # TILE_LOAD(t, L, ptr, row, rows, col0, cols, ld, other): t = ptr[row, col0 + [0, BLOCK_N)] as
 # fp32, `other` where row >= rows or the column >= cols. 16-byte accesses where VEC allows.
 m4_define(<|TILE_LOAD|>, <|TILE_ARGS(<|TILE_LOAD|>, <|$9|>, 9)m4_dnl
-tile::frag<$2> $1; tile::load<$2, false>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+tile::frag<$2> $1; tile::load<$2, tile::hint::read_only>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
 # TILE_LOAD_LAST(...): as TILE_LOAD for the last read of the data (evict-first, unless the grid
 # point sets EVICT_FIRST to 0: a tuning knob).
-m4_define(<|TILE_EVICT_FIRST|>, <|m4_ifdef(<|EVICT_FIRST|>, <|m4_ifelse(EVICT_FIRST, 0, false, true)|>, true)|>)
+m4_define(<|TILE_EVICT_FIRST|>, <|m4_ifdef(<|EVICT_FIRST|>, <|m4_ifelse(EVICT_FIRST, 0, tile::hint::read_only, tile::hint::evict_first)|>, tile::hint::evict_first)|>)
 m4_define(<|TILE_LOAD_LAST|>, <|TILE_ARGS(<|TILE_LOAD_LAST|>, <|$9|>, 9)m4_dnl
 tile::frag<$2> $1; tile::load<$2, TILE_EVICT_FIRST>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
 # TILE_LOAD_INTO(t, L, ptr, row, rows, col0, cols, ld, other): as TILE_LOAD_LAST into an existing
 # tile t (a prefetch into a second register buffer).
 m4_define(<|TILE_LOAD_INTO|>, <|TILE_ARGS(<|TILE_LOAD_INTO|>, <|$9|>, 9)m4_dnl
-tile::load<$2, true>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+tile::load<$2, tile::hint::evict_first>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
 # TILE_COPY(dst, src): dst = a copy of tile src (registers; frees src for the next load).
 m4_define(<|TILE_COPY|>, <|auto $1 = $2|>)
 # TILE_STORE(ptr, t, row, rows, col0, cols, ld): ptr[row, col0 + c] = t[c], in bounds only.

@@ -110,10 +110,16 @@ template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
     T e[N];
 };
 
+// How a load treats the caches: evict_first for the last read of data (ld.global.cs);
+// read_only through the non-coherent path (ld.global.nc), for data no thread writes during the
+// kernel; plain (ld.global), which the compiler cannot move across a barrier, for small
+// vectors read after a row reduction, so their registers are not held through it.
+enum class hint { evict_first, read_only, plain };
+
 // Masked tile load of row `row`, columns col0 + [0, BLOCK_N): whole vectors in bounds use one
 // 16-byte access; a vector straddling `cols` falls back to element accesses; lanes outside
-// the tile read as `other`. STREAM marks the last read of x (evict-first in L1 and L2).
-template <typename L, bool STREAM, typename T>
+// the tile read as `other`.
+template <typename L, hint H, typename T>
 __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
                                      int64_t col0, int64_t cols, int64_t ld, float other) {
     const bool row_ok = row < rows;
@@ -126,8 +132,9 @@ __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int
             vec_t<L::VEC, T> w;
             const vec_t<L::VEC, T> *src = reinterpret_cast<const vec_t<L::VEC, T> *>(p + c);
             if constexpr (sizeof(w) == 16) {
-                int4 raw = STREAM ? __ldcs(reinterpret_cast<const int4 *>(src))
-                                  : __ldg(reinterpret_cast<const int4 *>(src));
+                const int4 *v = reinterpret_cast<const int4 *>(src);
+                int4 raw = H == hint::evict_first ? __ldcs(v) : H == hint::read_only ? __ldg(v)
+                                                                                     : *v;
                 w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
             } else {
                 w = *src;
@@ -166,11 +173,12 @@ __device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, in
 }
 
 // A [BLOCK_N] vector (a weight or bias of `cols` elements) broadcast over the tile's rows:
-// every row of the tile gets vec[col0 + c], `other` beyond cols. Cached (it is read by every row).
+// every row of the tile gets vec[col0 + c], `other` beyond cols. A plain load: cached like any
+// read (every row reads it), and not hoisted above the reductions before it.
 template <typename L, typename T>
 __device__ __forceinline__ void load_vector(frag<L> &t, const T *vec, int64_t col0, int64_t cols,
                                             float other) {
-    load<L, false>(t, vec, 0, 1, col0, cols, 0, other);
+    load<L, hint::plain>(t, vec, 0, 1, col0, cols, 0, other);
 }
 
 // Per-row fp32 scalars (row statistics): one thread of the row's (and the cluster's first

@@ -540,6 +540,11 @@ static image *image_for(image *cache, int *count, const problem *p, int32_t alig
     return &cache[(*count)++];
 }
 
+/* Variants built without dropout (DROPOUT=0) take only calls that draw no random numbers and
+ * write no mask; calls that need them go to the DROPOUT=1 variants. */
+static int has_dropout(const variant_entry *v) { return strstr(v->info.params, "DROPOUT=1") != NULL; }
+static int needs_dropout(const norm_config *c) { return c->p > 0.0f || (c->flags & MASK); }
+
 static void check_all(const char *only) {
     for (int t = 0; t < TILE_DTYPE_COUNT_; t++) {
         const tile_dtype dt = (tile_dtype)t;
@@ -558,7 +563,8 @@ static void check_all(const char *only) {
                 int ncache = 0;
                 for (int i = 0; i < nvariants; i++) {
                     variant_entry *v = &variants[i];
-                    if (!variant_takes(v, dt, p.cols) || (only && !strstr(v->info.name, only)))
+                    if (!variant_takes(v, dt, p.cols) || (only && !strstr(v->info.name, only)) ||
+                        (needs_dropout(p.cfg) && !has_dropout(v)))
                         continue;
                     image *im = image_for(cache, &ncache, &p, v->info.align_bytes);
                     v->failed |= run_and_report(&p, im, sh, CALL_VARIANT, v->index, v->info.name);
@@ -651,7 +657,19 @@ static tile_add_norm_args err_args(const err_buffers *b, tile_dtype dt, int64_t 
         .rstd = (float *)DPTR(b->stats) + rows};
 }
 
-/* Errors of a forced variant: another dtype, too wide, misaligned; nothing is written. */
+/* err_args, without dropout and mask for a variant built without dropout. */
+static tile_add_norm_args err_args_for(const err_buffers *b, tile_dtype dt, int64_t rows,
+                                       int64_t cols, int64_t ld, int dropout) {
+    tile_add_norm_args a = err_args(b, dt, rows, cols, ld);
+    if (!dropout) {
+        a.p = 0.0f;
+        a.mask = NULL;
+    }
+    return a;
+}
+
+/* Errors of a forced variant: another dtype, dropout it lacks, too wide, misaligned; nothing
+ * is written. */
 static int check_variant_errors(const variant_entry *v) {
     const tile_dtype dt = v->info.dtype;
     const size_t elem = support_dtype_size(dt);
@@ -663,20 +681,29 @@ static int check_variant_errors(const variant_entry *v) {
     tile_add_norm_args a = err_args(&b, dt, 4, cols, cols + 8);
     a.dtype = dt == TILE_DTYPE_F32 ? TILE_DTYPE_F16 : TILE_DTYPE_F32;
     EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+    const int dropout = has_dropout(v);
+#define ERR_ARGS(rows, cols_, ld) err_args_for(&b, dt, rows, cols_, ld, dropout)
+    if (!dropout) { /* dropout asked of a variant without it */
+        a = err_args(&b, dt, 4, cols, cols + 8);
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+        a.p = 0.0f; /* a mask alone needs dropout's random numbers as well */
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+    }
     if (v->info.max_cols) {
-        a = err_args(&b, dt, 1, cols + 1, cols + 1);
+        a = ERR_ARGS(1, cols + 1, cols + 1);
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
     }
     if ((size_t)v->info.align_bytes > elem) {
-        a = err_args(&b, dt, 4, cols, cols + 8);
+        a = ERR_ARGS(4, cols, cols + 8);
         a.y = (char *)a.y + elem; /* a pointer aligned to the element only */
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_MISALIGNED);
-        a = err_args(&b, dt, 4, cols, cols + 8);
+        a = ERR_ARGS(4, cols, cols + 8);
         a.weight = (const char *)a.weight + elem; /* a [cols] vector likewise */
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_MISALIGNED);
-        a = err_args(&b, dt, 4, cols - 1, cols - 1); /* a row stride aligned to the element */
+        a = ERR_ARGS(4, cols - 1, cols - 1); /* a row stride aligned to the element */
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_MISALIGNED);
     }
+#undef ERR_ARGS
     return err_free(&b, label) | failed;
 }
 
@@ -685,7 +712,7 @@ static int check_arch_mismatch(const variant_entry *v) {
     err_buffers b;
     err_alloc(&b, 4096);
     int failed = 0;
-    tile_add_norm_args a = err_args(&b, v->info.dtype, 1, 16, 16);
+    tile_add_norm_args a = err_args_for(&b, v->info.dtype, 1, 16, 16, has_dropout(v));
     EXPECT(v->info.name, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_ARCH_MISMATCH);
     if (!failed && !strstr(tile_last_error(), v->info.name)) {
         fprintf(stderr, "FAIL %s: the arch mismatch message does not name it: %s\n", v->info.name,

@@ -132,7 +132,7 @@ static tile_decision check_decision(tile_dtype dt, int64_t rows, int64_t cols, i
         fail();
     }
     /* the library's own predicate agrees */
-    tile_problem p = {"softmax", dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch)};
+    tile_problem p = {"softmax", dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0};
     const char *why = "unset";
     assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
     assert_null(why);
@@ -401,7 +401,7 @@ static void test_registry(void **state) {
         assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
         /* every variant is eligible for some problem: its own width, at its arch */
         tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
-                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min)};
+                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0};
         assert_true(tile_variant_eligible(r, &p, NULL));
     }
     for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
@@ -438,7 +438,7 @@ static void test_tuned_table(void **state) {
         assert_string_equal(v->op, e->op);
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = 1LL << e->cols_log2;
-        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch)};
+        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0};
         if (!tile_variant_eligible(v, &p, NULL)) continue;
         tile_decision d = check_decision(e->dtype, rows, cols, cols, cols, 16, e->arch);
         assert_int_equal(d.rule, TILE_RULE_TUNED);
@@ -479,7 +479,7 @@ static void test_internal_helpers(void **state) {
     assert_true(idx >= 0);
     const tile_variant *v = &tile_registry[idx];
     const char *why;
-    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80)};
+    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0};
     assert_true(tile_variant_eligible(v, &p, &why));
     assert_null(why);
     p.dtype = TILE_DTYPE_BF16;
