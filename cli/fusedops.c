@@ -540,60 +540,68 @@ static int cmd_tune(int argc, char **argv) {
             bench_buffers b;
             buffers_alloc(&gpu, dtype, rows, cols, &b);
             const int batch = batch_for(b.bytes);
-            double best = 1e30, second = 1e30, picked = 0;
-            int32_t best_v = -1, second_v = -1;
-                        for (int32_t v = 0; v < tile_variant_count(); v++) {
-                tile_variant_info info = {.struct_size = sizeof info};
-                tile_variant_get(v, &info);
-                if (strcmp(info.op, family) || info.dtype != dtype) continue;
-                if (!support_variant_runs_here(&gpu, &info)) continue;
-                if (info.max_cols && cols > info.max_cols) continue;
-                double ms;
-                if (time_op(&gpu, &b, op, v, dtype, rows, cols, batch, 5, &ms) !=
-                    TILE_STATUS_SUCCESS)
-                    continue;
-                if (ms < best) {
-                    second = best;
-                    second_v = best_v;
-                    best = ms;
-                    best_v = v;
-                } else if (ms < second) {
-                    second = ms;
-                    second_v = v;
+            /* norm is tuned twice over the same inputs: LayerNorm over the variants without
+             * dropout, the fused dropout + LayerNorm over those with it. */
+            for (int pass = 0; pass < (strcmp(family, "norm") ? 1 : 2); pass++) {
+                const cli_op pass_op = pass ? OP_RESIDUAL_DROPOUT_NORM : op;
+                double best = 1e30, second = 1e30, picked = 0;
+                int32_t best_v = -1, second_v = -1;
+                for (int32_t v = 0; v < tile_variant_count(); v++) {
+                    tile_variant_info info = {.struct_size = sizeof info};
+                    tile_variant_get(v, &info);
+                    if (strcmp(info.op, family) || info.dtype != dtype) continue;
+                    if (!strcmp(family, "norm") && !strstr(info.params, pass ? "DROPOUT=1" : "DROPOUT=0"))
+                        continue;
+                    if (!support_variant_runs_here(&gpu, &info)) continue;
+                    if (info.max_cols && cols > info.max_cols) continue;
+                    double ms;
+                    if (time_op(&gpu, &b, pass_op, v, dtype, rows, cols, batch, 5, &ms) !=
+                        TILE_STATUS_SUCCESS)
+                        continue;
+                    if (ms < best) {
+                        second = best;
+                        second_v = best_v;
+                        best = ms;
+                        best_v = v;
+                    } else if (ms < second) {
+                        second = ms;
+                        second_v = v;
+                    }
                 }
+                tile_status dispatched = TILE_STATUS_SUCCESS;
+                if (verify)
+                    dispatched = time_op(&gpu, &b, pass_op, -1, dtype, rows, cols, batch, 7, &picked);
+                if (best_v < 0) continue;
+                tile_variant_info bi = {.struct_size = sizeof bi}, si2 = {.struct_size = sizeof si2};
+                tile_variant_get(best_v, &bi);
+                if (second_v >= 0) tile_variant_get(second_v, &si2);
+                if (verify) {
+                    total++;
+                    int ok = dispatched == TILE_STATUS_SUCCESS && picked <= best * 1.05;
+                    if (dispatched != TILE_STATUS_SUCCESS)
+                        fprintf(out, "# verify %s %s %lldx%lld: dispatch failed: %s: %s\n",
+                                op_info[pass_op].name, tile_dtype_string(dtype), (long long)rows,
+                                (long long)cols, tile_status_string(dispatched), tile_last_error());
+                    within += ok;
+                    fprintf(out, "# verify %s %s %lldx%lld: dispatched %.2f us, fastest %s %.2f us%s\n",
+                            op_info[pass_op].name, tile_dtype_string(dtype), (long long)rows,
+                            (long long)cols, picked * 1e3, bi.name, best * 1e3,
+                            ok ? "" : "  (more than 5% slower)");
+                } else {
+                    fprintf(out, "sm_%d\t%s\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", gpu.arch,
+                            family, tile_dtype_string(dtype), (long long)rows, (long long)cols,
+                            bi.name, best * 1e3, second_v >= 0 ? si2.name : "-",
+                            second_v >= 0 ? second * 1e3 : 0.0);
+                }
+                if (tty)
+                    fprintf(stderr, "\r[%s %3d/%d] %-12s", tile_dtype_string(dtype), si + 1, nshapes,
+                            "");
+                else
+                    fprintf(stderr, "tune: %s %s %lldx%lld -> %s\n", op_info[pass_op].name,
+                            tile_dtype_string(dtype), (long long)rows, (long long)cols, bi.name);
             }
-            tile_status dispatched = TILE_STATUS_SUCCESS;
-            if (verify)
-                dispatched = time_op(&gpu, &b, op, -1, dtype, rows, cols, batch, 7, &picked);
             buffers_free(&gpu, &b);
-            if (best_v < 0) continue;
-            tile_variant_info bi = {.struct_size = sizeof bi}, si2 = {.struct_size = sizeof si2};
-            tile_variant_get(best_v, &bi);
-            if (second_v >= 0) tile_variant_get(second_v, &si2);
-            if (verify) {
-                total++;
-                int ok = dispatched == TILE_STATUS_SUCCESS && picked <= best * 1.05;
-                if (dispatched != TILE_STATUS_SUCCESS)
-                    fprintf(out, "# verify %s %lldx%lld: dispatch failed: %s: %s\n",
-                            tile_dtype_string(dtype), (long long)rows, (long long)cols,
-                            tile_status_string(dispatched), tile_last_error());
-                within += ok;
-                fprintf(out, "# verify %s %lldx%lld: dispatched %.2f us, fastest %s %.2f us%s\n",
-                        tile_dtype_string(dtype), (long long)rows, (long long)cols, picked * 1e3,
-                        bi.name, best * 1e3, ok ? "" : "  (more than 5% slower)");
-            } else {
-                fprintf(out, "sm_%d\t%s\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", gpu.arch,
-                        family, tile_dtype_string(dtype), (long long)rows, (long long)cols, bi.name,
-                        best * 1e3, second_v >= 0 ? si2.name : "-",
-                        second_v >= 0 ? second * 1e3 : 0.0);
-            }
             fflush(out);
-            if (tty)
-                fprintf(stderr, "\r[%s %3d/%d] %-12s", tile_dtype_string(dtype), si + 1, nshapes,
-                        "");
-            else
-                fprintf(stderr, "tune: %s %lldx%lld -> %s\n", tile_dtype_string(dtype),
-                        (long long)rows, (long long)cols, bi.name);
         }
     }
     if (tty) fputc('\n', stderr);

@@ -111,7 +111,8 @@ static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *col
     *cols_log2 = ceil_log2(p->cols);
 }
 
-/* Best entry of `table` for p: distance rows + 4 * cols buckets, at most 3 and 1 away; on
+/* Best entry of `table` for p (a variant with exactly the call's features): distance rows +
+ * 4 * cols buckets, at most 3 and 1 away; on
  * equal distance the one with more rows (throughput-bound shapes are the costly ones). */
 static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
                           int32_t rows_log2, int32_t cols_log2, const tile_tuned_entry **best,
@@ -120,6 +121,9 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         const tile_tuned_entry *e = &table[i];
         if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
         if (!tile_variant_eligible(&tile_registry[e->variant], p, NULL)) continue;
+        /* Winners were timed on calls with their features: a dropout variant's entry is for
+         * dropout calls, not for the plain ones it could also run (more slowly). */
+        if (tile_registry[e->variant].features != p->features) continue;
         int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_log2 - cols_log2;
         int32_t adr = dr < 0 ? -dr : dr, adc = dc < 0 ? -dc : dc;
         if (adc > 1 || adr > 3) continue;
