@@ -31,7 +31,7 @@ if [[ $steps == *" tune "* ]]; then
   export FUSEDOPS_TUNING_FILE=$OUT/sm_90.tsv # the steps after this use the fresh winners
 fi
 if [[ $steps == *" verify "* ]]; then
-  timeout 200 fusedops tune --verify --out "$OUT/verify.txt" 2>>"$OUT/tune.log"
+  timeout 200 fusedops tune --verify ${VERIFY_ARGS:-} --out "$OUT/verify.txt" 2>>"$OUT/tune.log"
   tail -1 "$OUT/verify.txt" | tee -a "$summary"
 fi
 if [[ $steps == *" bench "* ]]; then
