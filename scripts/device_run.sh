@@ -61,7 +61,7 @@ if [[ $steps == *" pytest "* ]]; then
   FUSEDOPS_LIBRARY=$D/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 300 \
     python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$OUT/pytest.log" 2>&1
   echo "torch ops test rc=$? $(grep -E '^(Ran|OK|FAILED)' "$OUT/pytest.log" | tr '\n' ' ')" | tee -a "$summary"
-  grep -E "overhead|us per call" "$OUT/pytest.log" | head -5 | tee -a "$summary"
+  grep -E "per call:" "$OUT/pytest.log" | head -5 | tee -a "$summary"
 fi
 if [[ $steps == *" examples "* ]]; then
   for e in "$D"/bin/example_*; do
