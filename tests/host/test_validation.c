@@ -1,12 +1,15 @@
-/* Argument validation of the public calls: every invalid argument gives its own status and a
- * message naming the argument, and the output is not touched. Validation runs before the
- * driver is loaded, so none of this needs a GPU; no call here has valid arguments AND host
- * pointers, so nothing is ever launched, even on a machine with a GPU. */
+/* Argument validation of the public calls (softmax, the norms, introspection): every invalid
+ * argument gives its own status and a message naming the argument, and no buffer is touched.
+ * Validation runs before the driver is loaded, so none of this needs a GPU; no call here has
+ * valid arguments AND host pointers (a bad variant index counts as invalid: it is checked
+ * before the device), so nothing is ever launched, even on a machine with a GPU. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -271,6 +274,502 @@ static void test_device_arch_null(void **state) {
     assert_message("arch is NULL");
 }
 
+/* ---------------------------------------------------------------- norms */
+
+/* The norm functions' other operands: host buffers, patterned, never to be written. */
+static _Alignas(256) unsigned char sbuf[BUF_BYTES];
+static _Alignas(256) unsigned char rbuf[BUF_BYTES];
+static _Alignas(256) unsigned char biasbuf[BUF_BYTES];
+static _Alignas(256) unsigned char weightbuf[BUF_BYTES];
+static _Alignas(256) unsigned char nbiasbuf[BUF_BYTES];
+static _Alignas(256) unsigned char maskbuf[BUF_BYTES];
+static _Alignas(256) unsigned char meanbuf[BUF_BYTES];
+static _Alignas(256) unsigned char rstdbuf[BUF_BYTES];
+
+static unsigned char *const norm_bufs[] = {sbuf,      rbuf,    biasbuf, weightbuf,
+                                           nbiasbuf, maskbuf, meanbuf, rstdbuf};
+static const char *const norm_buf_names[] = {"s",         "residual", "bias", "weight",
+                                             "norm_bias", "mask",     "mean", "rstd"};
+#define NORM_PATTERN 0x5c
+
+static int setup_norm(void **state) {
+    setup(state);
+    for (size_t b = 0; b < sizeof norm_bufs / sizeof *norm_bufs; b++)
+        memset(norm_bufs[b], NORM_PATTERN, BUF_BYTES);
+    return 0;
+}
+
+static void assert_norm_untouched(void) {
+    assert_untouched();
+    for (size_t b = 0; b < sizeof norm_bufs / sizeof *norm_bufs; b++)
+        for (size_t i = 0; i < BUF_BYTES; i++)
+            if (norm_bufs[b][i] != NORM_PATTERN) {
+                print_error("%s was written at byte %zu\n", norm_buf_names[b], i);
+                fail();
+            }
+}
+
+/* The five entry points that validate tile_add_norm_args alike, as bits of a case's `entries`. */
+enum {
+    E_LN = 1 << 0,  /* tile_layernorm: y, x, weight, norm_bias (its `bias`), mean, rstd, eps */
+    E_RMS = 1 << 1, /* tile_rmsnorm: y, x, weight, rstd, eps */
+    E_RD = 1 << 2,  /* tile_residual_dropout: y, x, residual, bias, mask, p */
+    E_RDN = 1 << 3, /* tile_residual_dropout_norm: every field */
+    E_VAR = 1 << 4, /* tile_add_norm_variant (of a norm variant): every field */
+    E_COUNT = 5,
+    E_ALL = (1 << E_COUNT) - 1,
+    E_NORMS = E_LN | E_RMS | E_RDN | E_VAR,  /* take eps */
+    E_DROP = E_RD | E_RDN | E_VAR,           /* take p, residual, bias, mask */
+    E_ARGS = E_RDN | E_VAR,                  /* take tile_add_norm_args */
+};
+static const char *const norm_entry_names[E_COUNT] = {
+    "tile_layernorm", "tile_rmsnorm", "tile_residual_dropout", "tile_residual_dropout_norm",
+    "tile_add_norm_variant"};
+
+#define ABSENT (-1) /* a NULL pointer */
+enum { ALIAS_NONE, S_IS_X, S_IS_R, Y_IS_X, Y_IS_R };
+
+/* One norm call: byte offsets into the buffers (ABSENT: NULL), shape, scalars. */
+typedef struct norm_spec {
+    tile_dtype dtype;
+    tile_norm_kind norm; /* tile_add_norm_args.norm (E_RDN, E_VAR) */
+    int y, x, s, residual, bias, weight, norm_bias, mask, mean, rstd;
+    int alias;
+    int64_t rows, cols, ld_y, ld_x, ld_s, ld_residual;
+    float eps, p;
+} norm_spec;
+
+/* A valid LayerNorm of 4 x 8 f16 for every entry point (with s and residual where taken):
+ * each case breaks one thing. */
+static norm_spec norm_base(void) {
+    return (norm_spec){.dtype = F16, .norm = TILE_NORM_LAYER, .y = 0, .x = 0, .s = 0,
+                       .residual = 0, .bias = ABSENT, .weight = ABSENT, .norm_bias = ABSENT,
+                       .mask = ABSENT, .mean = ABSENT, .rstd = ABSENT, .alias = ALIAS_NONE,
+                       .rows = 4, .cols = 8, .ld_y = 8, .ld_x = 8, .ld_s = 8, .ld_residual = 8,
+                       .eps = 1e-5f, .p = 0.0f};
+}
+
+static void *at(unsigned char *buf, int offset) { return offset == ABSENT ? NULL : buf + offset; }
+
+static int32_t first_norm_variant(void) {
+    for (int32_t i = 0; i < tile_variant_count(); i++) {
+        tile_variant_info info = {.struct_size = sizeof info};
+        if (tile_variant_get(i, &info) == TILE_STATUS_SUCCESS && !strcmp(info.op, "norm"))
+            return i;
+    }
+    return -1;
+}
+
+static tile_add_norm_args norm_args_of(const norm_spec *c) {
+    tile_add_norm_args a = {.struct_size = sizeof a,
+                            .dtype = c->dtype,
+                            .norm = c->norm,
+                            .rows = c->rows,
+                            .cols = c->cols,
+                            .y = at(ybuf, c->y),
+                            .ld_y = c->ld_y,
+                            .s = at(sbuf, c->s),
+                            .ld_s = c->ld_s,
+                            .x = at(xbuf, c->x),
+                            .ld_x = c->ld_x,
+                            .residual = at(rbuf, c->residual),
+                            .ld_residual = c->ld_residual,
+                            .bias = at(biasbuf, c->bias),
+                            .weight = at(weightbuf, c->weight),
+                            .norm_bias = at(nbiasbuf, c->norm_bias),
+                            .eps = c->eps,
+                            .p = c->p,
+                            .seed = 1234,
+                            .offset = 5,
+                            .mask = (uint8_t *)at(maskbuf, c->mask),
+                            .mean = (float *)at(meanbuf, c->mean),
+                            .rstd = (float *)at(rstdbuf, c->rstd)};
+    if (c->alias == S_IS_X) a.s = (void *)a.x;
+    if (c->alias == S_IS_R) a.s = (void *)a.residual;
+    if (c->alias == Y_IS_X) a.y = (void *)a.x;
+    if (c->alias == Y_IS_R) a.y = (void *)a.residual;
+    return a;
+}
+
+static tile_status norm_call(int e, const norm_spec *c) {
+    const tile_add_norm_args a = norm_args_of(c);
+    switch (1 << e) {
+    case E_LN:
+        return tile_layernorm(a.dtype, a.y, a.x, a.weight, a.norm_bias, a.mean, a.rstd, a.rows,
+                              a.cols, a.ld_y, a.ld_x, a.eps, NULL);
+    case E_RMS:
+        return tile_rmsnorm(a.dtype, a.y, a.x, a.weight, a.rstd, a.rows, a.cols, a.ld_y, a.ld_x,
+                            a.eps, NULL);
+    case E_RD:
+        return tile_residual_dropout(a.dtype, a.y, a.x, a.residual, a.bias, a.mask, a.rows,
+                                     a.cols, a.ld_y, a.ld_x, a.ld_residual, a.p, a.seed, a.offset,
+                                     NULL);
+    case E_RDN: return tile_residual_dropout_norm(&a, NULL);
+    default: return tile_add_norm_variant(first_norm_variant(), &a, NULL);
+    }
+}
+
+static int norm_calls; /* invalid norm calls made, for docs/reliability.md */
+
+/* Runs case `c` through every entry point in `entries`: each must return `status`, name itself
+ * and `message` in tile_last_error(), and write nothing. */
+static void norm_expect(int line, const char *what, int entries, const norm_spec *c,
+                        tile_status status, const char *message) {
+    for (int e = 0; e < E_COUNT; e++) {
+        if (!(entries & (1 << e))) continue;
+        setup_norm(NULL);
+        const tile_status s = norm_call(e, c);
+        norm_calls++;
+        if (s != status || !strstr(tile_last_error(), message) ||
+            !strstr(tile_last_error(), norm_entry_names[e]))
+            print_error("line %d, %s via %s: got %s (\"%s\"), want %s mentioning \"%s\"\n", line,
+                        what, norm_entry_names[e], tile_status_string(s), tile_last_error(),
+                        tile_status_string(status), message);
+        assert_int_equal(s, status);
+        assert_message(message);
+        assert_message(norm_entry_names[e]);
+        assert_norm_untouched();
+    }
+}
+
+/* NORM_CASE(entries, status, message, changes...): the base case with `changes` (statements
+ * on `c`, separated by commas) must fail so through each of `entries`. */
+#define NORM_CASE(entries, status, message, ...)                                                  \
+    do {                                                                                          \
+        norm_spec c = norm_base();                                                                \
+        __VA_ARGS__;                                                                              \
+        norm_expect(__LINE__, #__VA_ARGS__, entries, &c, status, message);                        \
+    } while (0)
+
+#define UNS TILE_STATUS_UNSUPPORTED_DTYPE
+
+/* NULL pointers, sizes, strides, byte extents, dtype, misalignment and in place through every
+ * entry point: the checks tile_softmax makes too. */
+static void test_norm_row_arguments(void **state) {
+    (void)state;
+    assert_true(first_norm_variant() >= 0);
+    NORM_CASE(E_ALL, INV, "y is NULL", c.y = ABSENT);
+    NORM_CASE(E_ALL, INV, "x is NULL", c.x = ABSENT);
+    NORM_CASE(E_ALL, INV, "y is NULL", c.y = ABSENT, c.x = ABSENT);
+    NORM_CASE(E_ALL, INV, "rows is 0", c.rows = 0);
+    NORM_CASE(E_ALL, INV, "rows is -1", c.rows = -1);
+    NORM_CASE(E_ALL, INV, "rows", c.rows = INT64_MIN);
+    NORM_CASE(E_ALL, INV, "cols is 0", c.cols = 0);
+    NORM_CASE(E_ALL, INV, "cols is -3", c.cols = -3);
+    NORM_CASE(E_ALL, INV, "ld_y is 7", c.ld_y = 7);
+    NORM_CASE(E_ALL, INV, "ld_y is -8", c.ld_y = -8);
+    NORM_CASE(E_ALL, INV, "ld_x is 7", c.ld_x = 7);
+    NORM_CASE(E_ALL, INV, "ld_x is 0", c.ld_x = 0);
+    NORM_CASE(E_ALL, INV, "ld_y", c.rows = T40, c.cols = 1, c.ld_y = T40, c.ld_x = 1, c.ld_s = 1,
+              c.ld_residual = 1);
+    NORM_CASE(E_ALL, INV, "overflow", c.rows = T40, c.cols = 1, c.ld_y = 1, c.ld_x = T40,
+              c.ld_s = 1, c.ld_residual = 1);
+    NORM_CASE(E_ALL, INV, "overflow", c.dtype = F32, c.rows = 1, c.cols = INT64_MAX / 2,
+              c.ld_y = INT64_MAX / 2, c.ld_x = INT64_MAX / 2, c.ld_s = INT64_MAX / 2,
+              c.ld_residual = INT64_MAX / 2);
+    /* the exact edge: the last element ends one element past INT64_MAX bytes */
+    NORM_CASE(E_ALL, INV, "ld_y", c.rows = 2, c.cols = 1, c.ld_y = INT64_MAX / 2, c.ld_x = 1,
+              c.ld_s = 1, c.ld_residual = 1);
+    NORM_CASE(E_ALL, UNS, "dtype 7", c.dtype = (tile_dtype)7);
+    NORM_CASE(E_ALL, UNS, "dtype -1", c.dtype = (tile_dtype)-1);
+    NORM_CASE(E_ALL, UNS, "dtype", c.dtype = TILE_DTYPE_COUNT_);
+    NORM_CASE(E_ALL, MIS, ": y (", c.y = 1);
+    NORM_CASE(E_ALL, MIS, ": y (", c.dtype = BF16, c.y = 3);
+    NORM_CASE(E_ALL, MIS, ": y (", c.dtype = F32, c.y = 2);
+    NORM_CASE(E_ALL, MIS, ": x (", c.x = 1);
+    NORM_CASE(E_ALL, MIS, ": x (", c.dtype = F32, c.x = 2);
+    NORM_CASE(E_ALL, INV, "y == x", c.alias = Y_IS_X, c.ld_y = 16);
+    NORM_CASE(E_ALL, INV, "ld_y == ld_x", c.alias = Y_IS_X, c.ld_x = 16);
+}
+
+/* The operands beyond y and x: s, residual, the vectors, the row statistics. */
+static void test_norm_operands(void **state) {
+    (void)state;
+    /* required pointers */
+    NORM_CASE(E_RD | E_RDN, INV, "residual is NULL", c.residual = ABSENT);
+    NORM_CASE(E_RDN, INV, "s is NULL", c.s = ABSENT);
+    /* strides and byte extents of s and residual */
+    NORM_CASE(E_ARGS, INV, "ld_s is 7", c.ld_s = 7);
+    NORM_CASE(E_ARGS, INV, "ld_s is -1", c.ld_s = -1);
+    NORM_CASE(E_DROP, INV, "ld_residual is 7", c.ld_residual = 7);
+    NORM_CASE(E_DROP, INV, "ld_residual is 0", c.ld_residual = 0);
+    NORM_CASE(E_ARGS, INV, "ld_s", c.rows = 2, c.cols = 1, c.ld_y = 1, c.ld_x = 1,
+              c.ld_s = INT64_MAX / 2, c.ld_residual = 1);
+    NORM_CASE(E_ARGS, INV, "overflow", c.rows = 2, c.cols = 1, c.ld_y = 1, c.ld_x = 1,
+              c.ld_s = INT64_MAX / 2, c.ld_residual = 1);
+    NORM_CASE(E_DROP, INV, "ld_residual", c.rows = T40, c.cols = 1, c.ld_y = 1, c.ld_x = 1,
+              c.ld_s = 1, c.ld_residual = T40);
+    NORM_CASE(E_DROP, INV, "overflow", c.rows = 2, c.cols = 1, c.ld_y = 1, c.ld_x = 1,
+              c.ld_s = 1, c.ld_residual = INT64_MAX / 2);
+    /* the row statistics: rows floats must fit in int64 bytes (2^61 f16 rows of one element
+     * do; 2^61 floats of 4 bytes do not) */
+    NORM_CASE(E_LN | E_ARGS, INV, "mean", c.rows = (int64_t)1 << 61, c.cols = 1, c.ld_y = 1,
+              c.ld_x = 1, c.ld_s = 1, c.ld_residual = 1, c.mean = 0);
+    NORM_CASE(E_NORMS, INV, "overflow", c.rows = (int64_t)1 << 61, c.cols = 1, c.ld_y = 1,
+              c.ld_x = 1, c.ld_s = 1, c.ld_residual = 1, c.rstd = 0);
+    /* misaligned: odd addresses for 2-byte dtypes, 2 mod 4 for f32, statistics to 4 bytes */
+    NORM_CASE(E_ARGS, MIS, ": s (", c.s = 1);
+    NORM_CASE(E_ARGS, MIS, ": s (", c.dtype = F32, c.s = 2);
+    NORM_CASE(E_DROP, MIS, ": residual (", c.residual = 1);
+    NORM_CASE(E_DROP, MIS, ": residual (", c.dtype = BF16, c.residual = 5);
+    NORM_CASE(E_DROP, MIS, ": residual (", c.dtype = F32, c.residual = 2);
+    NORM_CASE(E_DROP, MIS, ": bias (", c.bias = 1);
+    NORM_CASE(E_DROP, MIS, ": bias (", c.dtype = F32, c.bias = 6);
+    NORM_CASE(E_NORMS, MIS, ": weight (", c.weight = 1);
+    NORM_CASE(E_NORMS, MIS, ": weight (", c.dtype = BF16, c.weight = 7);
+    NORM_CASE(E_NORMS, MIS, ": weight (", c.dtype = F32, c.weight = 2);
+    /* tile_layernorm's `bias` is the norm's shift */
+    NORM_CASE(E_LN | E_ARGS, MIS, "bias (", c.norm_bias = 1);
+    NORM_CASE(E_ARGS, MIS, ": norm_bias (", c.norm_bias = 1);
+    NORM_CASE(E_LN | E_ARGS, MIS, "bias (", c.dtype = F32, c.norm_bias = 2);
+    NORM_CASE(E_LN | E_ARGS, MIS, ": mean (", c.mean = 2);
+    NORM_CASE(E_LN | E_ARGS, MIS, ": mean (", c.mean = 1);
+    NORM_CASE(E_LN | E_ARGS, MIS, ": mean (", c.dtype = F32, c.mean = 6);
+    NORM_CASE(E_NORMS, MIS, ": rstd (", c.rstd = 2);
+    NORM_CASE(E_NORMS, MIS, ": rstd (", c.dtype = BF16, c.rstd = 3);
+    /* RMSNorm's statistic: rstd only */
+    NORM_CASE(E_ARGS, MIS, ": rstd (", c.norm = TILE_NORM_RMS, c.rstd = 1);
+    /* in place needs one stride */
+    NORM_CASE(E_ARGS, INV, "s == x", c.alias = S_IS_X, c.ld_s = 16);
+    NORM_CASE(E_ARGS, INV, "ld_s == ld_x", c.alias = S_IS_X, c.ld_x = 16);
+    NORM_CASE(E_ARGS, INV, "s == residual", c.alias = S_IS_R, c.ld_residual = 16);
+    NORM_CASE(E_ARGS, INV, "ld_s == ld_residual", c.alias = S_IS_R, c.ld_s = 16);
+    /* tile_residual_dropout: its y over residual */
+    NORM_CASE(E_RD, INV, "== residual", c.alias = Y_IS_R, c.ld_y = 16);
+}
+
+/* p, eps, the norm kind and the combinations of operands. */
+static void test_norm_scalars_and_kinds(void **state) {
+    (void)state;
+    NORM_CASE(E_DROP, INV, "p is -0.1", c.p = -0.1f);
+    NORM_CASE(E_DROP, INV, "p is 1", c.p = 1.0f);
+    NORM_CASE(E_DROP, INV, "p is 1.5", c.p = 1.5f);
+    NORM_CASE(E_DROP, INV, "p is", c.p = NAN);
+    NORM_CASE(E_DROP, INV, "p is", c.p = INFINITY);
+    NORM_CASE(E_DROP, INV, "p is", c.p = -INFINITY);
+    NORM_CASE(E_DROP, INV, "p is", c.p = -FLT_MIN);
+    NORM_CASE(E_NORMS, INV, "eps is -1e-05", c.eps = -1e-5f);
+    NORM_CASE(E_NORMS, INV, "eps is", c.eps = -FLT_MIN);
+    NORM_CASE(E_NORMS, INV, "eps is", c.eps = NAN);
+    NORM_CASE(E_NORMS, INV, "eps is", c.eps = INFINITY);
+    NORM_CASE(E_NORMS, INV, "eps is", c.eps = -INFINITY);
+    /* RMSNorm through the args */
+    NORM_CASE(E_ARGS, INV, "eps is", c.norm = TILE_NORM_RMS, c.eps = NAN);
+    NORM_CASE(E_ARGS, INV, "p is", c.norm = TILE_NORM_RMS, c.p = 1.0f);
+    /* the norm kind */
+    NORM_CASE(E_ARGS, INV, "norm is 3", c.norm = (tile_norm_kind)3);
+    NORM_CASE(E_ARGS, INV, "norm is -1", c.norm = (tile_norm_kind)-1);
+    NORM_CASE(E_ARGS, INV, "norm is", c.norm = TILE_NORM_COUNT_);
+    NORM_CASE(E_ARGS, INV, "norm is", c.norm = (tile_norm_kind)INT32_MAX);
+    NORM_CASE(E_RDN, INV, "norm is 0", c.norm = TILE_NORM_NONE); /* the variant runner takes it */
+    /* RMSNorm has no shift and no mean */
+    NORM_CASE(E_ARGS, INV, "norm_bias is given for RMSNorm", c.norm = TILE_NORM_RMS,
+              c.norm_bias = 0);
+    NORM_CASE(E_ARGS, INV, "mean is given for RMSNorm", c.norm = TILE_NORM_RMS, c.mean = 0);
+    /* the variant runner: without s, nothing may change x */
+    NORM_CASE(E_VAR, INV, "s is NULL, but", c.s = ABSENT);                     /* residual */
+    NORM_CASE(E_VAR, INV, "s is NULL, but", c.s = ABSENT, c.residual = ABSENT, c.bias = 0);
+    NORM_CASE(E_VAR, INV, "s is NULL, but", c.s = ABSENT, c.residual = ABSENT, c.p = 0.5f);
+    NORM_CASE(E_VAR, INV, "s is NULL, but", c.s = ABSENT, c.residual = ABSENT, c.mask = 0);
+    NORM_CASE(E_VAR, INV, "s is NULL, but", c.norm = TILE_NORM_RMS, c.s = ABSENT);
+    /* the variant runner without a norm: s is the output; y and the norm's operands must be
+     * absent */
+    NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE);                    /* y */
+    NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.weight = 0);
+    NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.norm_bias = 0);
+    NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.mean = 0);
+    NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.rstd = 0);
+    NORM_CASE(E_VAR, INV, "is NULL", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.s = ABSENT);
+    NORM_CASE(E_VAR, INV, "p is 1", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.p = 1.0f);
+    NORM_CASE(E_VAR, INV, "s == residual", c.norm = TILE_NORM_NONE, c.y = ABSENT,
+              c.alias = S_IS_R, c.ld_residual = 16);
+}
+
+/* tile_residual_dropout_norm and tile_add_norm_variant: args itself. */
+static void test_norm_args_struct(void **state) {
+    (void)state;
+    setup_norm(NULL);
+    const int32_t v = first_norm_variant();
+    assert_int_equal(tile_residual_dropout_norm(NULL, NULL), INV);
+    assert_message("tile_residual_dropout_norm: args is NULL");
+    assert_int_equal(tile_add_norm_variant(v, NULL, NULL), INV);
+    assert_message("tile_add_norm_variant: args is NULL");
+    norm_calls += 2;
+    const norm_spec base = norm_base();
+    const size_t sizes[] = {0, 1, sizeof(size_t), offsetof(tile_add_norm_args, rstd),
+                            sizeof(tile_add_norm_args) - 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        tile_add_norm_args a = norm_args_of(&base);
+        a.struct_size = sizes[i];
+        const tile_add_norm_args copy = a;
+        assert_int_equal(tile_residual_dropout_norm(&a, NULL), INV);
+        assert_message("struct_size");
+        assert_message("tile_residual_dropout_norm");
+        assert_int_equal(tile_add_norm_variant(v, &a, NULL), INV);
+        assert_message("struct_size");
+        assert_message("tile_add_norm_variant");
+        assert_int_equal(memcmp(&a, &copy, sizeof a), 0); /* args are only read */
+        norm_calls += 2;
+    }
+    assert_norm_untouched();
+}
+
+/* The variant index is checked after the arguments and before the device is needed. */
+static void test_norm_variant_index(void **state) {
+    (void)state;
+    setup_norm(NULL);
+    const norm_spec base = norm_base();
+    const tile_add_norm_args a = norm_args_of(&base);
+    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
+                           INT32_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(tile_add_norm_variant(bad[i], &a, NULL), INV);
+        char text[64];
+        snprintf(text, sizeof text, "tile_add_norm_variant: variant %d", bad[i]);
+        assert_message(text);
+        norm_calls++;
+    }
+    tile_add_norm_args b = a;
+    b.x = NULL;
+    assert_int_equal(tile_add_norm_variant(-1, &b, NULL), INV);
+    assert_message("x is NULL");
+    b = a;
+    b.norm = (tile_norm_kind)9;
+    assert_int_equal(tile_add_norm_variant(-1, &b, NULL), INV);
+    assert_message("norm is 9");
+    norm_calls += 2;
+    assert_norm_untouched();
+}
+
+/* The first bad argument in the documented order is the one reported. */
+static void test_norm_first_bad_argument_wins(void **state) {
+    (void)state;
+    setup_norm(NULL);
+    norm_spec c = norm_base();
+    /* the norm kind, then (tile_residual_dropout_norm) s and residual, before the dtype */
+    c.norm = (tile_norm_kind)5;
+    c.dtype = (tile_dtype)7;
+    c.s = ABSENT;
+    norm_expect(__LINE__, "norm before dtype", E_ARGS, &c, INV, "norm is 5");
+    c.norm = TILE_NORM_LAYER;
+    norm_expect(__LINE__, "s before dtype", E_RDN, &c, INV, "s is NULL");
+    c = norm_base();
+    c.dtype = (tile_dtype)7;
+    c.y = ABSENT;
+    c.eps = NAN;
+    norm_expect(__LINE__, "dtype first", E_ALL, &c, UNS, "dtype 7");
+    /* y and x before s, residual and the vectors */
+    c = norm_base();
+    c.x = ABSENT;
+    c.ld_s = 1;
+    c.residual = 1;
+    c.weight = 1;
+    norm_expect(__LINE__, "x before the others", E_ALL, &c, INV, "x is NULL");
+    /* s before residual, residual before the vectors, the vectors before the statistics */
+    c = norm_base();
+    c.s = 1;
+    c.residual = 1;
+    c.bias = 1;
+    c.weight = 1;
+    c.mean = 1;
+    norm_expect(__LINE__, "s first", E_ARGS, &c, MIS, ": s (");
+    norm_expect(__LINE__, "residual first", E_RD, &c, MIS, ": residual (");
+    c.s = 0;
+    norm_expect(__LINE__, "residual before bias", E_ARGS, &c, MIS, ": residual (");
+    c.residual = 0;
+    norm_expect(__LINE__, "bias before weight", E_DROP, &c, MIS, ": bias (");
+    c.bias = ABSENT;
+    norm_expect(__LINE__, "weight before mean", E_LN | E_ARGS, &c, MIS, ": weight (");
+    c.weight = ABSENT;
+    c.p = 2.0f;
+    norm_expect(__LINE__, "mean before p", E_LN | E_ARGS, &c, MIS, ": mean (");
+    /* p before eps, eps before the RMSNorm rules */
+    c = norm_base();
+    c.p = -1.0f;
+    c.eps = -1.0f;
+    c.norm = TILE_NORM_RMS;
+    c.norm_bias = 0;
+    norm_expect(__LINE__, "p before eps", E_ARGS, &c, INV, "p is -1");
+    c.p = 0.0f;
+    norm_expect(__LINE__, "eps before RMSNorm's shift", E_ARGS, &c, INV, "eps is -1");
+    c.eps = 1e-5f;
+    c.mean = 0;
+    norm_expect(__LINE__, "shift before mean", E_ARGS, &c, INV, "norm_bias is given");
+}
+
+/* tile_norm_explain validates as tile_softmax_explain does, under its own name. */
+static void test_norm_explain_arguments(void **state) {
+    (void)state;
+    setup_norm(NULL);
+    tile_decision d;
+    memset(&d, 0x5a, sizeof d);
+    d.struct_size = sizeof d;
+    const tile_decision copy = d;
+    struct {
+        tile_dtype dtype;
+        int64_t rows, cols, ld_y, ld_x;
+        int32_t align, arch;
+        tile_status status;
+        const char *message;
+    } bad[] = {
+        {F32, 4, 8, 8, 8, 0, 90, INV, "pointer_align is 0"},
+        {F32, 4, 8, 8, 8, 3, 90, INV, "pointer_align is 3"},
+        {F32, 4, 8, 8, 8, -16, 90, INV, "pointer_align"},
+        {(tile_dtype)7, 4, 8, 8, 8, 16, 90, UNS, "dtype 7"},
+        {F16, 0, 8, 8, 8, 16, 90, INV, "rows is 0"},
+        {F16, 4, -5, 8, 8, 16, 90, INV, "cols is -5"},
+        {F16, 4, 8, 7, 8, 16, 90, INV, "ld_y is 7"},
+        {F16, 4, 8, 8, 7, 16, 90, INV, "ld_x is 7"},
+        {BF16, T40, 1, T40, 1, 16, 90, INV, "overflow"},
+        {F16, 2, 1, INT64_MAX / 2, 1, 16, 90, INV, "overflow"},
+        {F32, 4, 8, 8, 8, 2, 90, MIS, "pointer_align is 2"},
+        {BF16, 4, 8, 8, 8, 1, 90, MIS, "pointer_align is 1"},
+        {F16, 4, 8, 8, 8, 16, 5, INV, "arch is 5"},
+        {F16, 4, 8, 8, 8, 16, -1, INV, "arch is -1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const tile_status s = tile_norm_explain(bad[i].dtype, bad[i].rows, bad[i].cols,
+                                                bad[i].ld_y, bad[i].ld_x, bad[i].align,
+                                                bad[i].arch, &d);
+        if (s != bad[i].status) print_error("explain case %zu: %s\n", i, tile_last_error());
+        assert_int_equal(s, bad[i].status);
+        assert_message(bad[i].message);
+        assert_message("tile_norm_explain");
+        norm_calls++;
+    }
+    assert_int_equal(tile_norm_explain(F16, 4, 8, 8, 8, 16, 90, NULL), INV);
+    assert_message("tile_norm_explain: decision is NULL");
+    d.struct_size = sizeof d - 1;
+    assert_int_equal(tile_norm_explain(F16, 4, 8, 8, 8, 16, 90, &d), INV);
+    assert_message("struct_size");
+    d.struct_size = sizeof d;
+    norm_calls += 2;
+    assert_int_equal(memcmp(&d, &copy, sizeof d), 0); /* a failed call writes no decision */
+    assert_norm_untouched();
+
+    /* a good explain (no GPU needed for a named arch) picks a norm variant and clears the last
+     * error; a row too wide for any one-pass variant still has one */
+    const int64_t widths[] = {1, 8, 4096, 65536, 65537, 1000003};
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+        for (int32_t arch = 80; arch <= 90; arch += 10) {
+            assert_int_equal(tile_norm_explain(BF16, 64, widths[i], widths[i], widths[i], 16, arch,
+                                               &d),
+                             TILE_STATUS_SUCCESS);
+            assert_string_equal(tile_last_error(), "");
+            tile_variant_info info = {.struct_size = sizeof info};
+            assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
+            assert_string_equal(info.op, "norm");
+            assert_int_equal(info.dtype, BF16);
+        }
+    }
+}
+
+static void test_norm_call_count(void **state) {
+    (void)state;
+    /* docs/reliability.md counts these */
+    print_message("norm validation: %d invalid calls\n", norm_calls);
+}
+
 /* ---------------------------------------------------------------- strings and version */
 
 static void test_status_strings(void **state) {
@@ -370,6 +869,14 @@ int main(void) {
         cmocka_unit_test_setup(test_first_bad_argument_wins, setup),
         cmocka_unit_test_setup(test_variant_index, setup),
         cmocka_unit_test_setup(test_explain_arguments, setup),
+        cmocka_unit_test_setup(test_norm_row_arguments, setup_norm),
+        cmocka_unit_test_setup(test_norm_operands, setup_norm),
+        cmocka_unit_test_setup(test_norm_scalars_and_kinds, setup_norm),
+        cmocka_unit_test_setup(test_norm_args_struct, setup_norm),
+        cmocka_unit_test_setup(test_norm_variant_index, setup_norm),
+        cmocka_unit_test_setup(test_norm_first_bad_argument_wins, setup_norm),
+        cmocka_unit_test_setup(test_norm_explain_arguments, setup_norm),
+        cmocka_unit_test(test_norm_call_count),
         cmocka_unit_test(test_variant_get_arguments),
         cmocka_unit_test(test_device_arch_null),
         cmocka_unit_test(test_status_strings),
