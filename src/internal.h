@@ -75,6 +75,10 @@ tile_status tile_launch(const tile_device *device, int32_t variant, int64_t prog
 tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, const void *x,
                                int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
                                int32_t *align);
+/* The same, with the output's names in messages (y_name, ld_y_name) given by the caller. */
+tile_status tile_check_rowwise_named(const char *op, const char *y_name, const char *ld_y_name,
+                                     tile_dtype dtype, const void *y, const void *x, int64_t rows,
+                                     int64_t cols, int64_t ld_y, int64_t ld_x, int32_t *align);
 
 /* One more rows x cols operand of an op (a residual, a second output): not NULL, ld >= cols,
  * byte extent within int64, aligned to its element; lowers *align to what it allows. `name`

@@ -14,10 +14,13 @@ static const char norm_op[] = "norm";
  * this size, and keep working when fields are appended). */
 #define TILE_ADD_NORM_ARGS_V1_SIZE (offsetof(tile_add_norm_args, rstd) + sizeof(float *))
 
-/* Which operands an entry point takes: the messages name only those. */
+/* Which operands an entry point takes, and the names its caller knows them by (messages name
+ * the caller's arguments: tile_residual_dropout's y is the kernels' s, tile_layernorm's bias
+ * their norm_bias). */
 typedef struct norm_entry {
     const char *fn;
     int needs_s, needs_residual;
+    const char *s_name, *ld_s_name, *norm_bias_name;
 } norm_entry;
 
 /* Validates a (every rule of fusedops.h's "Norms" section) and computes the alignment every
@@ -32,10 +35,9 @@ static tile_status check_args(const norm_entry *e, const tile_add_norm_args *a, 
     const int has_norm = a->norm != TILE_NORM_NONE;
     void *out = has_norm ? a->y : a->s;
     const int64_t ld_out = has_norm ? a->ld_y : a->ld_s;
-    /* Its messages say y and ld_y: the user's y for every entry point but the variant runner
-     * with TILE_NORM_NONE, whose output is s. */
-    tile_status s = tile_check_rowwise(fn, a->dtype, out, a->x, a->rows, a->cols, ld_out, a->ld_x,
-                                       align);
+    tile_status s = tile_check_rowwise_named(fn, has_norm ? "y" : e->s_name,
+                                             has_norm ? "ld_y" : e->ld_s_name, a->dtype, out, a->x,
+                                             a->rows, a->cols, ld_out, a->ld_x, align);
     if (s != TILE_STATUS_SUCCESS) return s;
     const size_t elem = tile_dtype_size(a->dtype);
     if (has_norm && (a->s || e->needs_s) &&
@@ -47,7 +49,7 @@ static tile_status check_args(const norm_entry *e, const tile_add_norm_args *a, 
         return s;
     if ((s = tile_check_vector(fn, "bias", a->bias, a->cols, elem, align)) ||
         (s = tile_check_vector(fn, "weight", a->weight, a->cols, elem, align)) ||
-        (s = tile_check_vector(fn, "norm_bias", a->norm_bias, a->cols, elem, align)))
+        (s = tile_check_vector(fn, e->norm_bias_name, a->norm_bias, a->cols, elem, align)))
         return s;
     if (a->mask && (s = tile_check_operand(fn, "mask", "cols", a->mask, a->rows, a->cols, a->cols,
                                            1, &(int32_t){256})))
@@ -64,7 +66,7 @@ static tile_status check_args(const norm_entry *e, const tile_add_norm_args *a, 
                          "%s: eps is %g; it must be finite and >= 0", fn, (double)a->eps);
     if (a->norm == TILE_NORM_RMS && a->norm_bias)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: norm_bias is given for RMSNorm, which has no shift", fn);
+                         "%s: %s is given for RMSNorm, which has no shift", fn, e->norm_bias_name);
     if (a->norm == TILE_NORM_RMS && a->mean)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: mean is given for RMSNorm, which computes no mean", fn);
@@ -82,13 +84,19 @@ static tile_status check_args(const norm_entry *e, const tile_add_norm_args *a, 
     /* In place is one operand with one stride; other overlaps are the caller's to avoid. */
     if (a->s && a->s == a->x && a->ld_s != a->ld_x)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: s == x (in place) needs ld_s == ld_x, got %lld and %lld", fn,
-                         (long long)a->ld_s, (long long)a->ld_x);
+                         "%s: %s == x (in place) needs %s == ld_x, got %lld and %lld", fn,
+                         e->s_name, e->ld_s_name, (long long)a->ld_s, (long long)a->ld_x);
     if (a->s && a->s == a->residual && a->ld_s != a->ld_residual)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: s == residual (in place) needs ld_s == ld_residual, got %lld and "
+                         "%s: %s == residual (in place) needs %s == ld_residual, got %lld and "
                          "%lld",
-                         fn, (long long)a->ld_s, (long long)a->ld_residual);
+                         fn, e->s_name, e->ld_s_name, (long long)a->ld_s,
+                         (long long)a->ld_residual);
+    if (has_norm && a->y == a->residual && a->ld_y != a->ld_residual)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: y == residual (in place) needs ld_y == ld_residual, got %lld and "
+                         "%lld",
+                         fn, (long long)a->ld_y, (long long)a->ld_residual);
     return TILE_STATUS_SUCCESS;
 }
 
@@ -149,7 +157,7 @@ tile_status tile_layernorm(tile_dtype dtype, void *y, const void *x, const void 
                            const void *bias, float *mean, float *rstd, int64_t rows, int64_t cols,
                            int64_t ld_y, int64_t ld_x, float eps, tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_layernorm", 0, 0};
+    static const norm_entry e = {"tile_layernorm", 0, 0, "s", "ld_s", "bias"};
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_LAYER,
                                   .rows = rows, .cols = cols, .y = y, .ld_y = ld_y, .x = x,
                                   .ld_x = ld_x, .weight = weight, .norm_bias = bias, .eps = eps,
@@ -161,7 +169,7 @@ tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, const void *w
                          int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x, float eps,
                          tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_rmsnorm", 0, 0};
+    static const norm_entry e = {"tile_rmsnorm", 0, 0, "s", "ld_s", "norm_bias"};
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_RMS,
                                   .rows = rows, .cols = cols, .y = y, .ld_y = ld_y, .x = x,
                                   .ld_x = ld_x, .weight = weight, .eps = eps, .rstd = rstd};
@@ -173,7 +181,7 @@ tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x, cons
                                   int64_t ld_y, int64_t ld_x, int64_t ld_residual, float p,
                                   uint64_t seed, uint64_t offset, tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_residual_dropout", 1, 1};
+    static const norm_entry e = {"tile_residual_dropout", 1, 1, "y", "ld_y", "norm_bias"};
     /* The norm-less kernel writes its result as s. */
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_NONE,
                                   .rows = rows, .cols = cols, .s = y, .ld_s = ld_y, .x = x,
@@ -198,7 +206,7 @@ static tile_status copy_args(const char *fn, const tile_add_norm_args *args,
 
 tile_status tile_residual_dropout_norm(const tile_add_norm_args *args, tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_residual_dropout_norm", 1, 1};
+    static const norm_entry e = {"tile_residual_dropout_norm", 1, 1, "s", "ld_s", "norm_bias"};
     tile_add_norm_args a;
     tile_status s = copy_args(e.fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;
@@ -214,7 +222,7 @@ tile_status tile_residual_dropout_norm(const tile_add_norm_args *args, tile_stre
 tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *args,
                                   tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_add_norm_variant", 0, 0};
+    static const norm_entry e = {"tile_add_norm_variant", 0, 0, "s", "ld_s", "norm_bias"};
     tile_add_norm_args a;
     tile_status s = copy_args(e.fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;

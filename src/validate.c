@@ -41,13 +41,13 @@ tile_status tile_check_vector(const char *op, const char *name, const void *p, i
     return tile_check_operand(op, name, name, p, 1, n, n, elem, align);
 }
 
-tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, const void *x,
-                               int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
-                               int32_t *align) {
+tile_status tile_check_rowwise_named(const char *op, const char *y_name, const char *ld_y_name,
+                                     tile_dtype dtype, const void *y, const void *x, int64_t rows,
+                                     int64_t cols, int64_t ld_y, int64_t ld_x, int32_t *align) {
     if ((unsigned)dtype >= TILE_DTYPE_COUNT_)
         return tile_fail(TILE_STATUS_UNSUPPORTED_DTYPE,
                          "%s: dtype %d is not one of TILE_DTYPE_F32, _F16, _BF16", op, (int)dtype);
-    if (!y) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: y is NULL", op);
+    if (!y) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op, y_name);
     if (!x) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: x is NULL", op);
     if (rows < 1)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: rows is %lld; it must be >= 1", op,
@@ -56,32 +56,38 @@ tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, 
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: cols is %lld; it must be >= 1", op,
                          (long long)cols);
     if (ld_y < cols)
-        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: ld_y is %lld; it must be >= cols (%lld)",
-                         op, (long long)ld_y, (long long)cols);
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is %lld; it must be >= cols (%lld)",
+                         op, ld_y_name, (long long)ld_y, (long long)cols);
     if (ld_x < cols)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: ld_x is %lld; it must be >= cols (%lld)",
                          op, (long long)ld_x, (long long)cols);
     const size_t elem = tile_dtype_size(dtype);
     if (extent_overflows(rows, cols, ld_y, elem))
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: rows %lld x ld_y %lld elements of %zu bytes overflow int64", op,
-                         (long long)rows, (long long)ld_y, elem);
+                         "%s: rows %lld x %s %lld elements of %zu bytes overflow int64", op,
+                         (long long)rows, ld_y_name, (long long)ld_y, elem);
     if (extent_overflows(rows, cols, ld_x, elem))
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: rows %lld x ld_x %lld elements of %zu bytes overflow int64", op,
                          (long long)rows, (long long)ld_x, elem);
     if ((uintptr_t)y % elem)
-        return tile_fail(TILE_STATUS_MISALIGNED, "%s: y (%p) is not aligned to its %zu-byte elements",
-                         op, y, elem);
+        return tile_fail(TILE_STATUS_MISALIGNED, "%s: %s (%p) is not aligned to its %zu-byte elements",
+                         op, y_name, y, elem);
     if ((uintptr_t)x % elem)
         return tile_fail(TILE_STATUS_MISALIGNED, "%s: x (%p) is not aligned to its %zu-byte elements",
                          op, x, elem);
     if (y == x && ld_y != ld_x)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: y == x (in place) needs ld_y == ld_x, got %lld and %lld", op,
-                         (long long)ld_y, (long long)ld_x);
+                         "%s: %s == x (in place) needs %s == ld_x, got %lld and %lld", op,
+                         y_name, ld_y_name, (long long)ld_y, (long long)ld_x);
     const int32_t a = operand_alignment(y, rows, ld_y, elem);
     const int32_t b = operand_alignment(x, rows, ld_x, elem);
     *align = a < b ? a : b;
     return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, const void *x,
+                               int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
+                               int32_t *align) {
+    return tile_check_rowwise_named(op, "y", "ld_y", dtype, y, x, rows, cols, ld_y, ld_x, align);
 }
