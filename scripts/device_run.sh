@@ -70,14 +70,20 @@ if [[ $steps == *" examples "* ]]; then
   done
 fi
 if [[ $steps == *" regress "* ]]; then
-  # Issue 7: record the baseline, run again on the same build (expect no regression), then with
+  # Issue 7: record the baselines, run again on the same build (expect no regression), then with
   # a tuning file that sends one shape to a slower variant (expect a named failure).
-  rb="python3 bench/regress.py --bench $D/bin/bench_softmax --repetitions ${REGRESS_REPS:-5} --filter ${REGRESS_FILTER:-softmax/(bf16|f32)/(4096x4096|8192x8192|32768x4096|1024x32768)$}"
-  $rb --write-baseline --baseline "$OUT/sm_90.json" >"$OUT/regress.log" 2>&1
-  echo "regress baseline rc=$?" | tee -a "$summary"
-  $rb --baseline "$OUT/sm_90.json" >>"$OUT/regress.log" 2>&1
-  echo "regress same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
-  FUSEDOPS_TUNING_FILE=bench/slowed_sm_90.tsv $rb --baseline "$OUT/sm_90.json" >"$OUT/regress_slowed.log" 2>&1
+  reps=${REGRESS_REPS:-5}
+  rs="python3 bench/regress.py --bench $D/bin/bench_softmax --repetitions $reps --filter ${REGRESS_FILTER:-softmax/(bf16|f32)/(4096x4096|8192x8192|32768x4096|1024x32768)/}"
+  rn="python3 bench/regress.py --bench $D/bin/bench_norm --repetitions $reps --filter ${REGRESS_NORM_FILTER:-(layernorm|residual_dropout_norm)/(bf16|f32)/(4096x4096|32768x4096)/}"
+  $rs --write-baseline --baseline "$OUT/sm_90.json" >"$OUT/regress.log" 2>&1
+  echo "regress softmax baseline rc=$?" | tee -a "$summary"
+  $rn --write-baseline --baseline "$OUT/sm_90_norm.json" >>"$OUT/regress.log" 2>&1
+  echo "regress norm baseline rc=$?" | tee -a "$summary"
+  $rs --baseline "$OUT/sm_90.json" >>"$OUT/regress.log" 2>&1
+  echo "regress softmax same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
+  $rn --baseline "$OUT/sm_90_norm.json" >>"$OUT/regress.log" 2>&1
+  echo "regress norm same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
+  FUSEDOPS_TUNING_FILE=bench/slowed_sm_90.tsv $rs --baseline "$OUT/sm_90.json" >"$OUT/regress_slowed.log" 2>&1
   echo "regress slowed rc=$? $(grep -i regress "$OUT/regress_slowed.log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
 fi
 if [[ $steps == *" sanitize "* ]]; then

@@ -76,11 +76,12 @@ static tile_variant_info get_info(int32_t index) {
 }
 
 /* How many variants should be eligible, from the public introspection alone. */
-static int32_t count_eligible(tile_dtype d, int64_t cols, int32_t align, int32_t arch) {
+static int32_t count_eligible_of(const char *op, tile_dtype d, int64_t cols, int32_t align,
+                                 int32_t arch) {
     int32_t n = 0;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
         tile_variant_info v = get_info(i);
-        if (strcmp(v.op, "softmax") || v.dtype != d || !arch_holds(&v, arch)) continue;
+        if (strcmp(v.op, op) || v.dtype != d || !arch_holds(&v, arch)) continue;
         if (v.smem_bytes > tile_arch_smem_limit(arch)) continue; /* 128 KiB stages on sm_86 */
         if (v.max_cols && v.max_cols < cols) continue;
         if (align % v.align_bytes) continue;
@@ -97,10 +98,12 @@ static tile_decision new_decision(void) {
 }
 
 /* Explains the problem and checks that the decision is a variant that can run it. */
-static tile_decision check_decision(tile_dtype dt, int64_t rows, int64_t cols, int64_t ld_y,
-                                    int64_t ld_x, int32_t pointer_align, int32_t arch) {
+static tile_decision check_decision_of(const char *op, tile_dtype dt, int64_t rows, int64_t cols,
+                                       int64_t ld_y, int64_t ld_x, int32_t pointer_align,
+                                       int32_t arch) {
     tile_decision d = new_decision();
-    tile_status s = tile_softmax_explain(dt, rows, cols, ld_y, ld_x, pointer_align, arch, &d);
+    tile_status s = (strcmp(op, "norm") ? tile_softmax_explain : tile_norm_explain)(
+        dt, rows, cols, ld_y, ld_x, pointer_align, arch, &d);
     if (s != TILE_STATUS_SUCCESS)
         print_error("explain %s %lldx%lld ld %lld/%lld align %d sm_%d: %s: %s\n",
                     tile_dtype_string(dt), (long long)rows, (long long)cols, (long long)ld_y,
@@ -118,11 +121,11 @@ static tile_decision check_decision(tile_dtype dt, int64_t rows, int64_t cols, i
     assert_true(!strncmp(d.reason, tile_rule_string(d.rule), strlen(tile_rule_string(d.rule))));
 
     const int32_t align = expected_align(dt, rows, ld_y, ld_x, pointer_align);
-    assert_int_equal(d.eligible, count_eligible(dt, cols, align, arch));
+    assert_int_equal(d.eligible, count_eligible_of(op, dt, cols, align, arch));
     assert_true(d.eligible >= 1);
 
     tile_variant_info v = get_info(d.variant);
-    if (strcmp(v.op, "softmax") || v.dtype != dt || (v.max_cols && v.max_cols < cols) ||
+    if (strcmp(v.op, op) || v.dtype != dt || (v.max_cols && v.max_cols < cols) ||
         !arch_holds(&v, arch) || align % v.align_bytes ||
         v.smem_bytes > tile_arch_smem_limit(arch)) {
         print_error("%s %lldx%lld (align %d) on sm_%d chose %s: max_cols %lld, sm_%d..%d, "
@@ -132,11 +135,16 @@ static tile_decision check_decision(tile_dtype dt, int64_t rows, int64_t cols, i
         fail();
     }
     /* the library's own predicate agrees */
-    tile_problem p = {"softmax", dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0};
+    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0};
     const char *why = "unset";
     assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
     assert_null(why);
     return d;
+}
+
+static tile_decision check_decision(tile_dtype dt, int64_t rows, int64_t cols, int64_t ld_y,
+                                    int64_t ld_x, int32_t pointer_align, int32_t arch) {
+    return check_decision_of("softmax", dt, rows, cols, ld_y, ld_x, pointer_align, arch);
 }
 
 /* ---------------------------------------------------------------- shapes */
@@ -439,8 +447,9 @@ static void test_tuned_table(void **state) {
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = 1LL << e->cols_log2;
         tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0};
-        if (!tile_variant_eligible(v, &p, NULL)) continue;
-        tile_decision d = check_decision(e->dtype, rows, cols, cols, cols, 16, e->arch);
+        /* explain decides for calls without optional features (no dropout) */
+        if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
+        tile_decision d = check_decision_of(e->op, e->dtype, rows, cols, cols, cols, 16, e->arch);
         assert_int_equal(d.rule, TILE_RULE_TUNED);
         int listed = 0;
         for (int32_t j = 0; j < tile_tuned_count; j++) {
