@@ -90,8 +90,8 @@ if [[ $steps == *" sanitize "* ]]; then
   # Issue 9: compute-sanitizer over the GPU tests (FUSEDOPS_TEST_VARIANT narrows where slow).
   # API errors are not reported: the tests provoke some on purpose (a thread with no context).
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for t in "$D"/tests/test_*gpu*; do
-    for tool in memcheck racecheck initcheck; do
+  for t in "$D"/tests/${SAN_TESTS:-test_*gpu*}; do
+    for tool in ${SAN_TOOLS:-memcheck racecheck initcheck}; do
       timeout ${SAN_TIMEOUT:-150} "$cs" --tool $tool --error-exitcode 99 --report-api-errors no "$t" >"$OUT/san_$(basename "$t")_$tool.log" 2>&1
       echo "sanitize $tool $(basename "$t") rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed,' "$OUT/san_$(basename "$t")_$tool.log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
     done

@@ -139,7 +139,12 @@ const float $1 = $1_$2.m, $2 = $1_$2.s|>)
 # variance. Collective, as TILE_ROW_SUM.
 m4_define(<|TILE_MOMENTS|>, <|tile::moments $1 = {0.0f, 0.0f, 0.0f}|>)
 m4_define(<|TILE_MOMENTS_UPDATE|>, <|TILE_ARGS(<|TILE_MOMENTS_UPDATE|>, <|$5|>, 5)m4_dnl
-$1 = tile::moments_update<$2>($1, $3, $4, $5)|>)
+$1 = tile::moments_update<$2, true>($1, $3, $4, $5)|>)
+# TILE_SQUARES_UPDATE(acc, L, t, col0, cols): fold in the sum of squares only (mean taken as 0:
+# TILE_ROW_MOMENTS then gives var = mean(x^2)), one FFMA an element; t's lanes beyond cols must
+# hold 0 (load them with other = 0).
+m4_define(<|TILE_SQUARES_UPDATE|>, <|TILE_ARGS(<|TILE_SQUARES_UPDATE|>, <|$5|>, 5)m4_dnl
+$1 = tile::moments_update<$2, false>($1, $3, $4, $5)|>)
 m4_define(<|TILE_ROW_MOMENTS|>, <|TILE_ARGS(<|TILE_ROW_MOMENTS|>, <|$4|>, 4)m4_dnl
 const tile::moments $1_$2 = tile::row_reduce<$3>($4, tile::op_moments{}); m4_dnl
 const float $1 = $1_$2.mean, $2 = $1_$2.m2 / $1_$2.n|>)

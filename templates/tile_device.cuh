@@ -501,28 +501,48 @@ __device__ __forceinline__ moments shfl_xor(moments v, int mask) {
 }
 
 // Folds the in-bounds elements of tile col0 (columns below cols) into acc: this thread's mean
-// first, then its squared deviations, from registers.
-template <typename L>
+// first, then its squared deviations, from registers. A tile wholly inside the row (every
+// tile but a row's last) needs no per-element bounds test. CENTERED false folds the raw sum of
+// squares with mean 0 (RMSNorm needs only mean(x^2)): one FFMA an element.
+template <typename L, bool CENTERED>
 __device__ __forceinline__ moments moments_update(moments acc, const frag<L> &t, int64_t col0,
                                                   int64_t cols) {
     const int64_t limit = cols - col0;
+    constexpr int N = L::ITERS * L::VEC;
+    const bool whole = limit >= (int64_t)L::BLOCK_N; // uniform over the program
     float n = 0.0f, sum = 0.0f;
+    if (whole) {
+        n = (float)N;
+        if (CENTERED)
 #pragma unroll
-    for (int i = 0; i < L::ITERS; i++)
+            for (int i = 0; i < L::ITERS; i++)
 #pragma unroll
-        for (int k = 0; k < L::VEC; k++)
-            if (L::col(i) + k < limit) {
-                n += 1.0f;
-                sum += t.v[i][k];
-            }
+                for (int k = 0; k < L::VEC; k++) sum += t.v[i][k];
+    } else {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++)
+                if (L::col(i) + k < limit) {
+                    n += 1.0f;
+                    sum += t.v[i][k]; // lanes beyond cols hold 0 and add nothing below either
+                }
+    }
     if (n == 0.0f) return acc;
-    const float mean = sum / n;
+    const float mean = CENTERED ? sum / n : 0.0f;
     float m2 = 0.0f;
+    if (whole || !CENTERED) { // out-of-bounds lanes hold 0: they add nothing to sum(x^2)
 #pragma unroll
-    for (int i = 0; i < L::ITERS; i++)
+        for (int i = 0; i < L::ITERS; i++)
 #pragma unroll
-        for (int k = 0; k < L::VEC; k++)
-            if (L::col(i) + k < limit) m2 = __fmaf_rn(t.v[i][k] - mean, t.v[i][k] - mean, m2);
+            for (int k = 0; k < L::VEC; k++) m2 = __fmaf_rn(t.v[i][k] - mean, t.v[i][k] - mean, m2);
+    } else {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++)
+                if (L::col(i) + k < limit) m2 = __fmaf_rn(t.v[i][k] - mean, t.v[i][k] - mean, m2);
+    }
     return moments_combine(acc, moments{n, mean, m2});
 }
 
