@@ -40,6 +40,10 @@ int bench_gpu_open(bench_gpu_info *info, const char **why) {
         d->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
                                 gpu.device) == CUDA_SUCCESS)
         info->dram_nominal_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9;
+    info->mem_clock_mhz = mem_khz / 1000;
+    int sm_khz = 0;
+    if (d->cuDeviceGetAttribute(&sm_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, gpu.device) == CUDA_SUCCESS)
+        info->sm_clock_mhz = sm_khz / 1000;
     CHECK(d->cuEventCreate(&ev_start, CU_EVENT_DEFAULT));
     CHECK(d->cuEventCreate(&ev_stop, CU_EVENT_DEFAULT));
     return 0;

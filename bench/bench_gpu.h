@@ -26,6 +26,8 @@ typedef struct bench_gpu_info {
     int32_t driver_version;    /* cuDriverGetVersion: 1000*major+10*minor */
     int64_t l2_bytes;
     double dram_nominal_gbps;  /* from the memory clock and bus width; 0 if not reported */
+    int32_t sm_clock_mhz;      /* the device's peak SM and memory clocks (attributes; clocks */
+    int32_t mem_clock_mhz;     /* are left as found, not locked); 0 if not reported */
 } bench_gpu_info;
 
 /* Opens GPU 0 (primary context, made current) and the timing events. Returns 0, or -1 with
@@ -208,6 +210,8 @@ inline void bench_add_context(const bench_gpu_info &gpu, double copy_gbps, size_
     benchmark::AddCustomContext("cuda_driver_version", buf);
     benchmark::AddCustomContext("gpu_sm_count", std::to_string(gpu.sm_count));
     benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(gpu.l2_bytes));
+    benchmark::AddCustomContext("gpu_sm_clock_mhz", std::to_string(gpu.sm_clock_mhz));
+    benchmark::AddCustomContext("gpu_memory_clock_mhz", std::to_string(gpu.mem_clock_mhz));
     std::snprintf(buf, sizeof buf, "%.1f", gpu.dram_nominal_gbps);
     benchmark::AddCustomContext("dram_nominal_gbps", buf);
     std::snprintf(buf, sizeof buf, "%.1f", copy_gbps);
