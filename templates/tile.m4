@@ -124,6 +124,10 @@ m4_define(<|TILE_ROW_MAX|>, <|TILE_ARGS(<|TILE_ROW_MAX|>, <|$3|>, 3)m4_dnl
 const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_max{}), tile::op_max{})|>)
 m4_define(<|TILE_ROW_SUM|>, <|TILE_ARGS(<|TILE_ROW_SUM|>, <|$3|>, 3)m4_dnl
 const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_sum{}), tile::op_sum{})|>)
+# TILE_ROW_SQ_DEV(r, L, t, center, col0, cols): r = the row's sum of (t - center)^2 over the
+# elements of tile col0 below cols (with the row mean as center: n * variance). Collective.
+m4_define(<|TILE_ROW_SQ_DEV|>, <|TILE_ARGS(<|TILE_ROW_SQ_DEV|>, <|$6|>, 6)m4_dnl
+const float $1 = tile::row_reduce<$2>(tile::sq_dev_sum<$2>($3, $4, $5, $6), tile::op_sum{})|>)
 # TILE_ONLINE(acc): running softmax statistics (max, sum of exp), empty.
 m4_define(<|TILE_ONLINE|>, <|tile::online $1 = {-__builtin_huge_valf(), 0.0f}|>)
 # TILE_ONLINE_UPDATE(acc, t): fold tile t into acc.

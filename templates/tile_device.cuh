@@ -480,6 +480,30 @@ template <typename L> __device__ __forceinline__ online online_update(online acc
     return online{m, s};
 }
 
+// ------------------------------------------------------------------------------ deviations
+// This thread's sum of (t - center)^2 over the elements of tile col0 below cols: a whole tile
+// (every tile but a row's last) without a per-element bounds test. With the row's mean as
+// center this is the second pass of an exact two-pass variance, from registers.
+template <typename L>
+__device__ __forceinline__ float sq_dev_sum(const frag<L> &t, float center, int64_t col0,
+                                            int64_t cols) {
+    const int64_t limit = cols - col0;
+    float r = 0.0f;
+    if (limit >= (int64_t)L::BLOCK_N) {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) r = __fmaf_rn(t.v[i][k] - center, t.v[i][k] - center, r);
+    } else {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++)
+                if (L::col(i) + k < limit) r = __fmaf_rn(t.v[i][k] - center, t.v[i][k] - center, r);
+    }
+    return r;
+}
+
 // ------------------------------------------------------------------------------ moments
 // Running mean and sum of squared deviations (m2) of n values, combined pairwise (Chan et al.):
 // exact two-pass statistics inside a thread, no catastrophic cancellation across threads.
@@ -489,7 +513,9 @@ struct moments {
 __device__ __forceinline__ moments moments_combine(moments a, moments b) {
     if (b.n == 0.0f) return a;
     if (a.n == 0.0f) return b;
-    const float n = a.n + b.n, d = b.mean - a.mean, fb = b.n / n;
+    // __fdividef: one reciprocal and one multiply (2 ulp) instead of an IEEE division, which
+    // costs some ten instructions on every combine of every reduction step.
+    const float n = a.n + b.n, d = b.mean - a.mean, fb = __fdividef(b.n, n);
     return moments{n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
 }
 struct op_moments {
@@ -529,7 +555,7 @@ __device__ __forceinline__ moments moments_update(moments acc, const frag<L> &t,
                 }
     }
     if (n == 0.0f) return acc;
-    const float mean = CENTERED ? sum / n : 0.0f;
+    const float mean = !CENTERED ? 0.0f : whole ? sum * (1.0f / N) : __fdividef(sum, n);
     float m2 = 0.0f;
     if (whole || !CENTERED) { // out-of-bounds lanes hold 0: they add nothing to sum(x^2)
 #pragma unroll
