@@ -33,6 +33,7 @@
     X(cuMemcpyDtoH)              \
     X(cuMemcpyDtoD)              \
     X(cuMemsetD8)                \
+    X(cuMemsetD8Async)           \
     X(cuStreamCreate)            \
     X(cuStreamDestroy)           \
     X(cuStreamSynchronize)       \

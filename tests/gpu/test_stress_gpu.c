@@ -1,0 +1,309 @@
+/*
+ * Concurrency and CUDA-graph stress over every op of the C ABI (issue 9, items 5 and 6).
+ *
+ * 1. Sixteen host threads, each on its own stream with its own inputs, call every op in a loop;
+ *    they start together at a barrier before anything has touched the library, so the first
+ *    calls race on its lazy initialization (loading, per-device setup, the tuning file) on
+ *    purpose. Every output of every iteration must equal, bit for bit, what the same call gives
+ *    when run alone on the main thread afterwards.
+ * 2. Every op is captured once in a CUDA graph and the graph replayed 100 times; the outputs
+ *    must equal the eager call's bit for bit.
+ *
+ * The ops: softmax, log_softmax (bf16), layernorm (f32, weight and bias, statistics), rmsnorm
+ * (f16, weight), residual_dropout (bf16, bias, p = 0.1, mask), residual_dropout_norm (bf16,
+ * RMSNorm, p = 0.1, mask). Shapes are ragged. Exits 77 without a GPU.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusedops.h"
+#include "support.h"
+
+enum { THREADS = 16, ITERATIONS = 20, REPLAYS = 100 };
+enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RESIDUAL_DROPOUT,
+       OP_RESIDUAL_DROPOUT_NORM, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"softmax",   "log_softmax",      "layernorm",
+                                               "rmsnorm",   "residual_dropout", "residual_dropout_norm"};
+static const tile_dtype op_dtypes[OP_COUNT] = {TILE_DTYPE_BF16, TILE_DTYPE_BF16, TILE_DTYPE_F32,
+                                               TILE_DTYPE_F16,  TILE_DTYPE_BF16, TILE_DTYPE_BF16};
+static const int64_t op_rows[OP_COUNT] = {97, 33, 1823, 64, 257, 129};
+static const int64_t op_cols[OP_COUNT] = {1000, 70001, 781, 4097, 3000, 2050};
+
+static support_gpu gpu;
+
+/* One op's buffers on the device: inputs x, residual, two [cols] vectors; outputs y, s, mask,
+ * two [rows] statistics. Dense rows (ld = cols). */
+typedef struct op_buffers {
+    int op;
+    CUdeviceptr x, residual, w, b, y, s, mask, mean, rstd;
+    size_t tensor_bytes, vector_bytes, mask_bytes, stats_bytes;
+} op_buffers;
+
+static CUdeviceptr upload_random(tile_dtype dt, size_t n, uint64_t seed, float lo, float hi) {
+    float *v = malloc(n * sizeof *v);
+    void *packed = malloc(n * support_dtype_size(dt));
+    if (!v || !packed) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    support_fill_uniform(v, n, seed, lo, hi);
+    support_pack(dt, packed, v, n);
+    CUdeviceptr p;
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&p, n * support_dtype_size(dt)));
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemcpyHtoD(p, packed, n * support_dtype_size(dt)));
+    free(v);
+    free(packed);
+    return p;
+}
+
+static void buffers_init(op_buffers *b, int op, uint64_t seed) {
+    const tile_dtype dt = op_dtypes[op];
+    const size_t n = (size_t)(op_rows[op] * op_cols[op]), elem = support_dtype_size(dt);
+    b->op = op;
+    b->tensor_bytes = n * elem;
+    b->vector_bytes = (size_t)op_cols[op] * elem;
+    b->mask_bytes = n;
+    b->stats_bytes = (size_t)op_rows[op] * sizeof(float);
+    b->x = upload_random(dt, n, seed, -4.0f, 4.0f);
+    b->residual = upload_random(dt, n, seed + 1, -4.0f, 4.0f);
+    b->w = upload_random(dt, (size_t)op_cols[op], seed + 2, 0.5f, 1.5f);
+    b->b = upload_random(dt, (size_t)op_cols[op], seed + 3, -1.0f, 1.0f);
+    const tile_driver *d = gpu.drv;
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->y, b->tensor_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->s, b->tensor_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->mask, b->mask_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->mean, b->stats_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->rstd, b->stats_bytes));
+}
+
+static void buffers_free(op_buffers *b) {
+    const CUdeviceptr all[] = {b->x, b->residual, b->w, b->b, b->y, b->s, b->mask, b->mean, b->rstd};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(all[i]));
+}
+
+#define P(x) ((void *)(uintptr_t)(x))
+
+/* The op on its buffers, asynchronously on `stream`. */
+static tile_status run_op(const op_buffers *b, CUstream stream) {
+    const int op = b->op;
+    const tile_dtype dt = op_dtypes[op];
+    const int64_t rows = op_rows[op], cols = op_cols[op];
+    const tile_stream st = (tile_stream)stream;
+    switch (op) {
+    case OP_SOFTMAX: return tile_softmax(dt, P(b->y), P(b->x), rows, cols, cols, cols, st);
+    case OP_LOG_SOFTMAX: return tile_log_softmax(dt, P(b->y), P(b->x), rows, cols, cols, cols, st);
+    case OP_LAYERNORM:
+        return tile_layernorm(dt, P(b->y), P(b->x), P(b->w), P(b->b), P(b->mean), P(b->rstd), rows,
+                              cols, cols, cols, 1e-5f, st);
+    case OP_RMSNORM:
+        return tile_rmsnorm(dt, P(b->y), P(b->x), P(b->w), P(b->rstd), rows, cols, cols, cols, 1e-6f,
+                            st);
+    case OP_RESIDUAL_DROPOUT:
+        return tile_residual_dropout(dt, P(b->y), P(b->x), P(b->residual), P(b->b), P(b->mask), rows,
+                                     cols, cols, cols, cols, 0.1f, 1234, 5678, st);
+    default: {
+        tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dt, .norm = TILE_NORM_RMS,
+                                .rows = rows, .cols = cols, .y = P(b->y), .ld_y = cols,
+                                .s = P(b->s), .ld_s = cols, .x = P(b->x), .ld_x = cols,
+                                .residual = P(b->residual), .ld_residual = cols, .bias = P(b->b),
+                                .weight = P(b->w), .eps = 1e-6f, .p = 0.1f, .seed = 99,
+                                .offset = 7, .mask = P(b->mask), .rstd = P(b->rstd)};
+        return tile_residual_dropout_norm(&a, st);
+    }
+    }
+}
+
+/* Everything an op writes, copied to the host in one block: y, s, mask, mean, rstd. */
+typedef struct snapshot {
+    unsigned char *bytes;
+    size_t size;
+} snapshot;
+
+static void take(const op_buffers *b, CUstream stream, snapshot *out) {
+    const tile_driver *d = gpu.drv;
+    SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream));
+    out->size = 2 * b->tensor_bytes + b->mask_bytes + 2 * b->stats_bytes;
+    if (!out->bytes) out->bytes = malloc(out->size);
+    unsigned char *p = out->bytes;
+    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p, b->y, b->tensor_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->tensor_bytes, b->s, b->tensor_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->tensor_bytes, b->mask, b->mask_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->mask_bytes, b->mean, b->stats_bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p + b->stats_bytes, b->rstd, b->stats_bytes));
+}
+
+/* Poisons every output, in stream order (so a skipped write cannot pass as a repeat of the
+ * last one). */
+static void poison(const op_buffers *b, CUstream stream) {
+    const tile_driver *d = gpu.drv;
+    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->y, 0xa5, b->tensor_bytes, stream));
+    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->s, 0xa5, b->tensor_bytes, stream));
+    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->mask, 0xa5, b->mask_bytes, stream));
+    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->mean, 0xa5, b->stats_bytes, stream));
+    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->rstd, 0xa5, b->stats_bytes, stream));
+}
+
+/* ---------------------------------------------------------------- 1. threads */
+
+typedef struct worker {
+    int id;
+    op_buffers ops[OP_COUNT];
+    snapshot first[OP_COUNT]; /* iteration 0's outputs */
+    int failures;
+    char error[256];
+} worker;
+
+static pthread_barrier_t start_line;
+
+static void *work(void *arg) {
+    worker *w = arg;
+    const tile_driver *d = gpu.drv;
+    SUPPORT_CHECK(&gpu, d->cuCtxSetCurrent(gpu.context));
+    CUstream stream;
+    SUPPORT_CHECK(&gpu, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    snapshot now = {0};
+    pthread_barrier_wait(&start_line); /* all threads call the library at once, for the first time */
+    for (int it = 0; it < ITERATIONS; it++) {
+        for (int op = 0; op < OP_COUNT; op++) {
+            op_buffers *b = &w->ops[op];
+            poison(b, stream);
+            tile_status s = run_op(b, stream);
+            if (s != TILE_STATUS_SUCCESS) {
+                snprintf(w->error, sizeof w->error, "thread %d %s: %s: %s", w->id, op_names[op],
+                         tile_status_string(s), tile_last_error());
+                w->failures++;
+                continue;
+            }
+            take(b, stream, it == 0 ? &w->first[op] : &now);
+            if (it > 0 && memcmp(now.bytes, w->first[op].bytes, now.size)) {
+                snprintf(w->error, sizeof w->error, "thread %d %s: iteration %d differs from iteration 0",
+                         w->id, op_names[op], it);
+                w->failures++;
+            }
+        }
+    }
+    free(now.bytes);
+    SUPPORT_CHECK(&gpu, d->cuStreamDestroy(stream));
+    return NULL;
+}
+
+static int check_threads(void) {
+    static worker workers[THREADS];
+    pthread_t threads[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        workers[t].id = t;
+        for (int op = 0; op < OP_COUNT; op++)
+            buffers_init(&workers[t].ops[op], op, 1000u * (uint64_t)(t + 1) + 10u * (uint64_t)op);
+    }
+    pthread_barrier_init(&start_line, NULL, THREADS);
+    for (int t = 0; t < THREADS; t++) pthread_create(&threads[t], NULL, work, &workers[t]);
+    for (int t = 0; t < THREADS; t++) pthread_join(threads[t], NULL);
+    pthread_barrier_destroy(&start_line);
+
+    /* The single-threaded results, now that the threads are done: same inputs, main thread. */
+    int failures = 0;
+    CUstream stream;
+    SUPPORT_CHECK(&gpu, gpu.drv->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    snapshot alone = {0};
+    for (int t = 0; t < THREADS; t++) {
+        worker *w = &workers[t];
+        if (w->failures) {
+            fprintf(stderr, "FAIL %s (%d failures in the thread)\n", w->error, w->failures);
+            failures++;
+        }
+        for (int op = 0; op < OP_COUNT; op++) {
+            op_buffers *b = &w->ops[op];
+            poison(b, stream);
+            if (run_op(b, stream) != TILE_STATUS_SUCCESS) {
+                fprintf(stderr, "FAIL %s alone: %s\n", op_names[op], tile_last_error());
+                failures++;
+                continue;
+            }
+            take(b, stream, &alone);
+            if (!w->first[op].bytes || memcmp(alone.bytes, w->first[op].bytes, alone.size)) {
+                fprintf(stderr, "FAIL thread %d %s: the threaded result differs from the "
+                                "single-threaded one\n", t, op_names[op]);
+                failures++;
+            }
+            free(w->first[op].bytes);
+            buffers_free(b);
+        }
+    }
+    free(alone.bytes);
+    SUPPORT_CHECK(&gpu, gpu.drv->cuStreamDestroy(stream));
+    return failures;
+}
+
+/* ---------------------------------------------------------------- 2. graphs */
+
+static int check_graphs(void) {
+    const tile_driver *d = gpu.drv;
+    CUstream stream;
+    SUPPORT_CHECK(&gpu, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    int failures = 0;
+    snapshot eager = {0}, replayed = {0};
+    for (int op = 0; op < OP_COUNT; op++) {
+        op_buffers b;
+        buffers_init(&b, op, 77u + (uint64_t)op);
+        poison(&b, stream);
+        if (run_op(&b, stream) != TILE_STATUS_SUCCESS) {
+            fprintf(stderr, "FAIL graph %s eager: %s\n", op_names[op], tile_last_error());
+            failures++;
+            buffers_free(&b);
+            continue;
+        }
+        take(&b, stream, &eager);
+        poison(&b, stream);
+        CUgraph graph;
+        CUgraphExec exec;
+        SUPPORT_CHECK(&gpu, d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        tile_status s = run_op(&b, stream);
+        SUPPORT_CHECK(&gpu, d->cuStreamEndCapture(stream, &graph));
+        if (s != TILE_STATUS_SUCCESS) {
+            fprintf(stderr, "FAIL graph %s capture: %s\n", op_names[op], tile_last_error());
+            failures++;
+        } else {
+            SUPPORT_CHECK(&gpu, d->cuGraphInstantiate(&exec, graph, 0));
+            int bad = 0;
+            for (int r = 0; r < REPLAYS; r++) {
+                if (r % 25 == 0) poison(&b, stream); /* now and then: each replay rewrites it all */
+                SUPPORT_CHECK(&gpu, d->cuGraphLaunch(exec, stream));
+                if (r % 25 == 24 || r == REPLAYS - 1) {
+                    take(&b, stream, &replayed);
+                    bad |= memcmp(replayed.bytes, eager.bytes, eager.size) != 0;
+                }
+            }
+            if (bad) {
+                fprintf(stderr, "FAIL graph %s: a replay differs from the eager result\n",
+                        op_names[op]);
+                failures++;
+            }
+            SUPPORT_CHECK(&gpu, d->cuGraphExecDestroy(exec));
+        }
+        SUPPORT_CHECK(&gpu, d->cuGraphDestroy(graph));
+        buffers_free(&b);
+    }
+    free(eager.bytes);
+    free(replayed.bytes);
+    SUPPORT_CHECK(&gpu, d->cuStreamDestroy(stream));
+    return failures;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *why = "unknown reason";
+    if (support_gpu_open(&gpu, &why)) {
+        printf("SKIP: no GPU: %s\n", why);
+        return SUPPORT_EXIT_NO_GPU;
+    }
+    printf("GPU 0: %s, sm_%d\n", gpu.name, gpu.arch);
+    const int threads = check_threads();
+    printf("%-60s %s\n", "16 threads x 20 iterations x 6 ops, lazy init raced", threads ? "FAIL" : "ok");
+    const int graphs = check_graphs();
+    printf("%-60s %s\n", "6 ops captured, each replayed 100 times", graphs ? "FAIL" : "ok");
+    printf("%d passed, %d failed\n", (threads == 0) + (graphs == 0), (threads != 0) + (graphs != 0));
+    support_gpu_close(&gpu);
+    return threads || graphs ? 1 : 0;
+}
