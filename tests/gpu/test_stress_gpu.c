@@ -125,7 +125,11 @@ static void take(const op_buffers *b, CUstream stream, snapshot *out) {
     const tile_driver *d = gpu.drv;
     SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream));
     out->size = 2 * b->tensor_bytes + b->mask_bytes + 2 * b->stats_bytes;
-    if (!out->bytes) out->bytes = malloc(out->size);
+    out->bytes = realloc(out->bytes, out->size); /* ops differ in size: one snapshot serves all */
+    if (!out->bytes) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
     unsigned char *p = out->bytes;
     SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p, b->y, b->tensor_bytes));
     SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->tensor_bytes, b->s, b->tensor_bytes));
