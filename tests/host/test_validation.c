@@ -519,9 +519,10 @@ static void test_norm_operands(void **state) {
     NORM_CASE(E_NORMS, MIS, ": weight (", c.dtype = BF16, c.weight = 7);
     NORM_CASE(E_NORMS, MIS, ": weight (", c.dtype = F32, c.weight = 2);
     /* tile_layernorm's `bias` is the norm's shift */
-    NORM_CASE(E_LN | E_ARGS, MIS, "bias (", c.norm_bias = 1);
+    NORM_CASE(E_LN, MIS, ": bias (", c.norm_bias = 1);
     NORM_CASE(E_ARGS, MIS, ": norm_bias (", c.norm_bias = 1);
-    NORM_CASE(E_LN | E_ARGS, MIS, "bias (", c.dtype = F32, c.norm_bias = 2);
+    NORM_CASE(E_LN, MIS, ": bias (", c.dtype = F32, c.norm_bias = 2);
+    NORM_CASE(E_ARGS, MIS, ": norm_bias (", c.dtype = F32, c.norm_bias = 2);
     NORM_CASE(E_LN | E_ARGS, MIS, ": mean (", c.mean = 2);
     NORM_CASE(E_LN | E_ARGS, MIS, ": mean (", c.mean = 1);
     NORM_CASE(E_LN | E_ARGS, MIS, ": mean (", c.dtype = F32, c.mean = 6);
@@ -535,7 +536,8 @@ static void test_norm_operands(void **state) {
     NORM_CASE(E_ARGS, INV, "s == residual", c.alias = S_IS_R, c.ld_residual = 16);
     NORM_CASE(E_ARGS, INV, "ld_s == ld_residual", c.alias = S_IS_R, c.ld_s = 16);
     /* tile_residual_dropout: its y over residual */
-    NORM_CASE(E_RD, INV, "== residual", c.alias = Y_IS_R, c.ld_y = 16);
+    NORM_CASE(E_RD, INV, "y == residual", c.alias = Y_IS_R, c.ld_y = 16);
+    NORM_CASE(E_RDN | E_VAR, INV, "y == residual", c.alias = Y_IS_R, c.ld_y = 16);
 }
 
 /* p, eps, the norm kind and the combinations of operands. */
@@ -579,7 +581,7 @@ static void test_norm_scalars_and_kinds(void **state) {
     NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.norm_bias = 0);
     NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.mean = 0);
     NORM_CASE(E_VAR, INV, "need a norm", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.rstd = 0);
-    NORM_CASE(E_VAR, INV, "is NULL", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.s = ABSENT);
+    NORM_CASE(E_VAR, INV, ": s is NULL", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.s = ABSENT);
     NORM_CASE(E_VAR, INV, "p is 1", c.norm = TILE_NORM_NONE, c.y = ABSENT, c.p = 1.0f);
     NORM_CASE(E_VAR, INV, "s == residual", c.norm = TILE_NORM_NONE, c.y = ABSENT,
               c.alias = S_IS_R, c.ld_residual = 16);
