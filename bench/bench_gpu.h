@@ -95,6 +95,8 @@ int64_t bench_check_norm_row(const bench_norm_check *c, const char *label, doubl
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,23 @@ inline std::string bench_variant_name(int32_t index) {
 }
 
 // "RxC[,RxC...]" into *out; false when malformed.
+// Takes the suites' own options out of argv (after benchmark::Initialize): --variant=NAME and
+// --shapes=RxC,..., whose defaults come from FUSEDOPS_BENCH_VARIANT and FUSEDOPS_BENCH_SHAPES.
+// Returns false when an option is left that Google Benchmark does not know either.
+inline bool bench_take_options(int *argc, char **argv, const char **variant,
+                               const char **shapes_text) {
+    *variant = std::getenv("FUSEDOPS_BENCH_VARIANT");
+    *shapes_text = std::getenv("FUSEDOPS_BENCH_SHAPES");
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (!std::strncmp(argv[i], "--variant=", 10)) *variant = argv[i] + 10;
+        else if (!std::strncmp(argv[i], "--shapes=", 9)) *shapes_text = argv[i] + 9;
+        else argv[kept++] = argv[i];
+    }
+    *argc = kept;
+    return !benchmark::ReportUnrecognizedArguments(*argc, argv);
+}
+
 inline bool bench_parse_shapes(const char *text, std::vector<bench_shape> *out) {
     out->clear();
     std::string s(text);

@@ -349,16 +349,8 @@ void print_help() {
 
 int main(int argc, char **argv) {
     benchmark::Initialize(&argc, argv, print_help);
-    const char *variant = std::getenv("FUSEDOPS_BENCH_VARIANT");
-    const char *shapes_text = std::getenv("FUSEDOPS_BENCH_SHAPES");
-    int kept = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!std::strncmp(argv[i], "--variant=", 10)) variant = argv[i] + 10;
-        else if (!std::strncmp(argv[i], "--shapes=", 9)) shapes_text = argv[i] + 9;
-        else argv[kept++] = argv[i];
-    }
-    argc = kept;
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    const char *variant, *shapes_text;
+    if (!bench_take_options(&argc, argv, &variant, &shapes_text)) return 2;
 
     std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
     if (shapes_text && *shapes_text && !bench_parse_shapes(shapes_text, &shapes)) {

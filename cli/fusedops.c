@@ -305,19 +305,9 @@ typedef struct bench_buffers {
 
 static void upload_uniform(const support_gpu *gpu, tile_dtype dtype, CUdeviceptr *dst, size_t n,
                            uint64_t seed, float lo, float hi) {
-    const size_t bytes = n * support_dtype_size(dtype);
-    float *host = malloc(n * sizeof(float));
-    void *packed = malloc(bytes);
-    if (!host || !packed) {
-        fprintf(stderr, "fusedops: out of host memory\n");
-        exit(1);
-    }
-    support_fill_uniform(host, n, seed, lo, hi);
-    support_pack(dtype, packed, host, n);
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(dst, bytes));
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*dst, packed, bytes));
+    float *host = support_stored_uniform(dtype, n, seed, lo, hi);
+    support_upload(gpu, dtype, host, n, 0, dst);
     free(host);
-    free(packed);
 }
 
 static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows, int64_t cols,

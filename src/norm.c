@@ -19,7 +19,7 @@ static const char norm_op[] = "norm";
  * their norm_bias). */
 typedef struct norm_entry {
     const char *fn;
-    int needs_s, needs_residual;
+    int needs_residual;
     const char *s_name, *ld_s_name, *norm_bias_name;
 } norm_entry;
 
@@ -40,7 +40,7 @@ static tile_status check_args(const norm_entry *e, const tile_add_norm_args *a, 
                                              a->rows, a->cols, ld_out, a->ld_x, align);
     if (s != TILE_STATUS_SUCCESS) return s;
     const size_t elem = tile_dtype_size(a->dtype);
-    if (has_norm && (a->s || e->needs_s) &&
+    if (has_norm && a->s &&
         (s = tile_check_operand(fn, "s", "ld_s", a->s, a->rows, a->cols, a->ld_s, elem, align)))
         return s;
     if ((a->residual || e->needs_residual) &&
@@ -157,7 +157,7 @@ tile_status tile_layernorm(tile_dtype dtype, void *y, const void *x, const void 
                            const void *bias, float *mean, float *rstd, int64_t rows, int64_t cols,
                            int64_t ld_y, int64_t ld_x, float eps, tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_layernorm", 0, 0, "s", "ld_s", "bias"};
+    static const norm_entry e = {"tile_layernorm", 0, "s", "ld_s", "bias"};
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_LAYER,
                                   .rows = rows, .cols = cols, .y = y, .ld_y = ld_y, .x = x,
                                   .ld_x = ld_x, .weight = weight, .norm_bias = bias, .eps = eps,
@@ -169,7 +169,7 @@ tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, const void *w
                          int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x, float eps,
                          tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_rmsnorm", 0, 0, "s", "ld_s", "norm_bias"};
+    static const norm_entry e = {"tile_rmsnorm", 0, "s", "ld_s", "norm_bias"};
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_RMS,
                                   .rows = rows, .cols = cols, .y = y, .ld_y = ld_y, .x = x,
                                   .ld_x = ld_x, .weight = weight, .eps = eps, .rstd = rstd};
@@ -181,7 +181,7 @@ tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x, cons
                                   int64_t ld_y, int64_t ld_x, int64_t ld_residual, float p,
                                   uint64_t seed, uint64_t offset, tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_residual_dropout", 1, 1, "y", "ld_y", "norm_bias"};
+    static const norm_entry e = {"tile_residual_dropout", 1, "y", "ld_y", "norm_bias"};
     /* The norm-less kernel writes its result as s. */
     const tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .norm = TILE_NORM_NONE,
                                   .rows = rows, .cols = cols, .s = y, .ld_s = ld_y, .x = x,
@@ -206,7 +206,7 @@ static tile_status copy_args(const char *fn, const tile_add_norm_args *args,
 
 tile_status tile_residual_dropout_norm(const tile_add_norm_args *args, tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_residual_dropout_norm", 1, 1, "s", "ld_s", "norm_bias"};
+    static const norm_entry e = {"tile_residual_dropout_norm", 1, "s", "ld_s", "norm_bias"};
     tile_add_norm_args a;
     tile_status s = copy_args(e.fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;
@@ -222,7 +222,7 @@ tile_status tile_residual_dropout_norm(const tile_add_norm_args *args, tile_stre
 tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *args,
                                   tile_stream stream) {
     tile_begin_call();
-    static const norm_entry e = {"tile_add_norm_variant", 0, 0, "s", "ld_s", "norm_bias"};
+    static const norm_entry e = {"tile_add_norm_variant", 0, "s", "ld_s", "norm_bias"};
     tile_add_norm_args a;
     tile_status s = copy_args(e.fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;

@@ -403,15 +403,19 @@ int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *
     return bad;
 }
 
-/* A device copy of n host floats stored as dtype, `offset` elements past a 256-byte boundary. */
-static CUdeviceptr upload_at(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
-                             size_t offset, CUdeviceptr *base) {
-    const size_t elem = support_dtype_size(dtype);
-    void *packed = malloc(n * elem);
-    if (!packed) {
-        fprintf(stderr, "support: out of host memory\n");
+void *support_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory\n");
         exit(1);
     }
+    return p;
+}
+
+CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
+                           size_t offset, CUdeviceptr *base) {
+    const size_t elem = support_dtype_size(dtype);
+    void *packed = support_xmalloc(n * elem);
     support_pack(dtype, packed, v, n);
     SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(base, n * elem + offset * elem + 256));
     SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*base + offset * elem, packed, n * elem));
@@ -419,14 +423,9 @@ static CUdeviceptr upload_at(const support_gpu *gpu, tile_dtype dtype, const flo
     return *base + offset * elem;
 }
 
-/* Host floats uniform in [lo, hi), rounded to dtype (what the GPU will read). */
-static float *stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
-    float *v = malloc(n * sizeof *v);
-    void *tmp = malloc(n * support_dtype_size(dtype));
-    if (!v || !tmp) {
-        fprintf(stderr, "support: out of host memory\n");
-        exit(1);
-    }
+float *support_stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
+    float *v = support_xmalloc(n * sizeof *v);
+    void *tmp = support_xmalloc(n * support_dtype_size(dtype));
     support_fill_uniform(v, n, seed, lo, hi);
     support_pack(dtype, tmp, v, n);
     support_unpack(dtype, v, tmp, n);
@@ -442,11 +441,11 @@ int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, til
     const int64_t rows = c->rows, cols = c->cols, ld = cols + c->pad;
     const size_t n = (size_t)(rows * ld), dense = (size_t)(rows * cols);
     const int layer = c->norm == TILE_NORM_LAYER, has_norm = c->norm != TILE_NORM_NONE;
-    float *x = stored_uniform(dt, n, c->seed, -4.0f, 4.0f);
-    float *res = stored_uniform(dt, n, c->seed + 1, -4.0f, 4.0f);
-    float *bias = stored_uniform(dt, (size_t)cols, c->seed + 2, -1.0f, 1.0f);
-    float *weight = stored_uniform(dt, (size_t)cols, c->seed + 3, 0.5f, 1.5f);
-    float *norm_bias = stored_uniform(dt, (size_t)cols, c->seed + 4, -1.0f, 1.0f);
+    float *x = support_stored_uniform(dt, n, c->seed, -4.0f, 4.0f);
+    float *res = support_stored_uniform(dt, n, c->seed + 1, -4.0f, 4.0f);
+    float *bias = support_stored_uniform(dt, (size_t)cols, c->seed + 2, -1.0f, 1.0f);
+    float *weight = support_stored_uniform(dt, (size_t)cols, c->seed + 3, 0.5f, 1.5f);
+    float *norm_bias = support_stored_uniform(dt, (size_t)cols, c->seed + 4, -1.0f, 1.0f);
     float *want_s = malloc(dense * sizeof(float)), *got = malloc(n * sizeof(float));
     double *want_y = malloc(dense * sizeof(double));
     uint8_t *want_mask = malloc(dense), *got_mask = malloc(dense);
@@ -468,11 +467,11 @@ int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, til
     support_add_norm_reference(&ref);
 
     CUdeviceptr bx, br, bb, bw, bn, bs, by, bm, bmean, brstd;
-    const CUdeviceptr dx = upload_at(gpu, dt, x, n, off, &bx);
-    const CUdeviceptr dr = upload_at(gpu, dt, res, n, off, &br);
-    const CUdeviceptr db = upload_at(gpu, dt, bias, (size_t)cols, off, &bb);
-    const CUdeviceptr dw = upload_at(gpu, dt, weight, (size_t)cols, off, &bw);
-    const CUdeviceptr dn = upload_at(gpu, dt, norm_bias, (size_t)cols, off, &bn);
+    const CUdeviceptr dx = support_upload(gpu, dt, x, n, off, &bx);
+    const CUdeviceptr dr = support_upload(gpu, dt, res, n, off, &br);
+    const CUdeviceptr db = support_upload(gpu, dt, bias, (size_t)cols, off, &bb);
+    const CUdeviceptr dw = support_upload(gpu, dt, weight, (size_t)cols, off, &bw);
+    const CUdeviceptr dn = support_upload(gpu, dt, norm_bias, (size_t)cols, off, &bn);
     const size_t out_bytes = n * elem + off * elem + 256;
     SUPPORT_CHECK(gpu, d->cuMemAlloc(&bs, out_bytes));
     SUPPORT_CHECK(gpu, d->cuMemAlloc(&by, out_bytes));

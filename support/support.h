@@ -49,6 +49,19 @@ void support_pack(tile_dtype dtype, void *dst, const float *src, size_t n);
 void support_unpack(tile_dtype dtype, float *dst, const void *src, size_t n);
 size_t support_dtype_size(tile_dtype dtype);
 
+/* malloc that exits the program with a message when memory runs out (never returns NULL). */
+void *support_xmalloc(size_t n);
+
+/* n floats uniform in [lo, hi) from seed, rounded to dtype (the values the GPU will read);
+ * free() them. */
+float *support_stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float lo, float hi);
+
+/* A device copy of n host floats stored as dtype, placed `offset` elements past a 256-byte
+ * boundary (with 256 bytes to spare after it). Returns that address; *base is the allocation
+ * to cuMemFree. */
+CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
+                           size_t offset, CUdeviceptr *base);
+
 /* Deterministic uniform floats in [lo, hi) (splitmix64 of seed and index). */
 void support_fill_uniform(float *dst, size_t n, uint64_t seed, float lo, float hi);
 

@@ -145,8 +145,7 @@ m4_define(<|TILE_MOMENTS|>, <|tile::moments $1 = {0.0f, 0.0f, 0.0f}|>)
 m4_define(<|TILE_MOMENTS_UPDATE|>, <|TILE_ARGS(<|TILE_MOMENTS_UPDATE|>, <|$5|>, 5)m4_dnl
 $1 = tile::moments_update<$2, true>($1, $3, $4, $5)|>)
 # TILE_SQUARES_UPDATE(acc, L, t, col0, cols): fold in the sum of squares only (mean taken as 0:
-# TILE_ROW_MOMENTS then gives var = mean(x^2)), one FFMA an element; t's lanes beyond cols must
-# hold 0 (load them with other = 0).
+# TILE_ROW_MOMENTS then gives var = mean(x^2)), one FFMA an element.
 m4_define(<|TILE_SQUARES_UPDATE|>, <|TILE_ARGS(<|TILE_SQUARES_UPDATE|>, <|$5|>, 5)m4_dnl
 $1 = tile::moments_update<$2, false>($1, $3, $4, $5)|>)
 m4_define(<|TILE_ROW_MOMENTS|>, <|TILE_ARGS(<|TILE_ROW_MOMENTS|>, <|$4|>, 4)m4_dnl

@@ -551,24 +551,12 @@ __device__ __forceinline__ moments moments_update(moments acc, const frag<L> &t,
             for (int k = 0; k < L::VEC; k++)
                 if (L::col(i) + k < limit) {
                     n += 1.0f;
-                    sum += t.v[i][k]; // lanes beyond cols hold 0 and add nothing below either
+                    sum += t.v[i][k];
                 }
     }
     if (n == 0.0f) return acc;
     const float mean = !CENTERED ? 0.0f : whole ? sum * (1.0f / N) : __fdividef(sum, n);
-    float m2 = 0.0f;
-    if (whole || !CENTERED) { // out-of-bounds lanes hold 0: they add nothing to sum(x^2)
-#pragma unroll
-        for (int i = 0; i < L::ITERS; i++)
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) m2 = __fmaf_rn(t.v[i][k] - mean, t.v[i][k] - mean, m2);
-    } else {
-#pragma unroll
-        for (int i = 0; i < L::ITERS; i++)
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++)
-                if (L::col(i) + k < limit) m2 = __fmaf_rn(t.v[i][k] - mean, t.v[i][k] - mean, m2);
-    }
+    const float m2 = sq_dev_sum<L>(t, mean, col0, cols);
     return moments_combine(acc, moments{n, mean, m2});
 }
 

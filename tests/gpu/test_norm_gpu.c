@@ -33,15 +33,6 @@ static int cases_run, case_failures;
 #define GUARD 256
 #define EPS 1e-5f
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    return p;
-}
-
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -149,8 +140,8 @@ typedef struct problem {
 
 static void make_input(tile_dtype dt, size_t n, uint64_t seed, float lo, float hi, float **v,
                        void **st) {
-    *v = xmalloc(n * sizeof **v);
-    *st = xmalloc(n * support_dtype_size(dt));
+    *v = support_xmalloc(n * sizeof **v);
+    *st = support_xmalloc(n * support_dtype_size(dt));
     support_fill_uniform(*v, n, seed, lo, hi);
     support_pack(dt, *st, *v, n);
     support_unpack(dt, *v, *st, n); /* the reference sees what the GPU sees */
@@ -173,12 +164,12 @@ static void problem_init(problem *p, tile_dtype dt, int64_t rows, int64_t cols,
     if (f & BIAS) make_input(dt, m, data_seed + 2, -1.0f, 1.0f, &p->bias, &p->bias_st);
     if (f & WEIGHT) make_input(dt, m, data_seed + 3, 0.5f, 1.5f, &p->weight, &p->weight_st);
     if (f & NBIAS) make_input(dt, m, data_seed + 4, -1.0f, 1.0f, &p->nbias, &p->nbias_st);
-    p->s = xmalloc(n * sizeof *p->s);
-    p->mask = xmalloc(n);
+    p->s = support_xmalloc(n * sizeof *p->s);
+    p->mask = support_xmalloc(n);
     if (cfg->norm != TILE_NORM_NONE) {
-        p->y = xmalloc(n * sizeof *p->y);
-        p->mean = xmalloc((size_t)rows * sizeof *p->mean);
-        p->rstd = xmalloc((size_t)rows * sizeof *p->rstd);
+        p->y = support_xmalloc(n * sizeof *p->y);
+        p->mean = support_xmalloc((size_t)rows * sizeof *p->mean);
+        p->rstd = support_xmalloc((size_t)rows * sizeof *p->rstd);
     }
     const support_add_norm_ref_args a = {
         .dtype = dt, .norm = cfg->norm, .rows = rows, .cols = cols, .x = p->x, .ld_x = cols,
@@ -226,7 +217,7 @@ static void *dbuf_ptr(const dbuf *b) {
 
 /* Uploads dense rows (row stride row_bytes) into the buffer's layout, padding poisoned. */
 static void dbuf_upload(const dbuf *b, const void *dense) {
-    unsigned char *h = xmalloc(b->total);
+    unsigned char *h = support_xmalloc(b->total);
     memset(h, 0xff, b->total);
     for (int64_t r = 0; r < b->rows; r++)
         memcpy(h + b->start + (size_t)r * b->ld_bytes, (const unsigned char *)dense +
@@ -418,8 +409,8 @@ static int64_t run_one(const problem *p, image *im, call_kind call, int32_t vari
     dbuf *all[] = {&im->s, &im->y, &im->mask, &im->mean, &im->rstd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (all[i]->total > most) most = all[i]->total;
-    unsigned char *h = xmalloc(most);
-    float *got = xmalloc(n * sizeof *got);
+    unsigned char *h = support_xmalloc(most);
+    float *got = support_xmalloc(n * sizeof *got);
     int64_t bad = 0;
     if (im->s.base) {
         bad += fetch_rows(&im->s, p->dtype, got, h, label, "s");
@@ -488,7 +479,7 @@ static int64_t mask_disagreements, mask_comparisons;
 
 static void compare_witness(int shape, const uint8_t *mask, size_t n, const char *label) {
     if (!witness[shape]) {
-        witness[shape] = xmalloc(n);
+        witness[shape] = support_xmalloc(n);
         memcpy(witness[shape], mask, n);
         snprintf(witness_from[shape], sizeof witness_from[shape], "%s", label);
         return;
@@ -516,7 +507,7 @@ static int run_and_report(const problem *p, image *im, int shape, call_kind call
              p->cfg->name, (long long)im->l.ld_x, (long long)im->l.ld_res, (long long)im->l.ld_s,
              (long long)im->l.ld_y, (long long)im->l.offset);
     const size_t n = (size_t)(p->rows * p->cols);
-    uint8_t *mask = p->cfg->p > 0.0f && (p->cfg->flags & MASK) ? xmalloc(n) : NULL;
+    uint8_t *mask = p->cfg->p > 0.0f && (p->cfg->flags & MASK) ? support_xmalloc(n) : NULL;
     tile_status s;
     const int64_t bad = run_one(p, im, call, variant, label, mask, &s);
     if (bad < 0)
@@ -622,7 +613,7 @@ static void err_alloc(err_buffers *b, size_t bytes) {
 /* Frees the buffers; 1 when an output buffer was written. */
 static int err_free(err_buffers *b, const char *label) {
     SUPPORT_CHECK(&gpu, gpu.drv->cuCtxSynchronize());
-    unsigned char *h = xmalloc(b->bytes);
+    unsigned char *h = support_xmalloc(b->bytes);
     int written = 0;
     CUdeviceptr outs[] = {b->y, b->s, b->mask, b->stats};
     const char *names[] = {"y", "s", "mask", "mean/rstd"};
@@ -912,7 +903,7 @@ static uint8_t *dispatch_mask(int64_t rows, int64_t cols, float p, uint64_t seed
                                     cols, cols, cols, cols, p, seed, offset, NULL);
     uint8_t *mask = NULL;
     if (*status == TILE_STATUS_SUCCESS) {
-        mask = xmalloc(n);
+        mask = support_xmalloc(n);
         SUPPORT_CHECK(&gpu, d->cuCtxSynchronize());
         SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(mask, m, n));
     } else {
@@ -1023,9 +1014,9 @@ static int check_streams(void) {
 static int check_fused_vs_norm(tile_dtype dt, tile_norm_kind kind, int64_t rows, int64_t cols) {
     const tile_driver *d = gpu.drv;
     const size_t elem = support_dtype_size(dt), n = (size_t)(rows * cols);
-    float *x = xmalloc(n * sizeof *x), *res = xmalloc(n * sizeof *res);
-    float *vec = xmalloc((size_t)cols * 3 * sizeof *vec);
-    void *st = xmalloc(n * elem);
+    float *x = support_xmalloc(n * sizeof *x), *res = support_xmalloc(n * sizeof *res);
+    float *vec = support_xmalloc((size_t)cols * 3 * sizeof *vec);
+    void *st = support_xmalloc(n * elem);
     CUdeviceptr dx, dr, dv, ds, dy, dy2;
     CUdeviceptr *all[] = {&dx, &dr, &dv, &ds, &dy, &dy2};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
@@ -1067,8 +1058,8 @@ static int check_fused_vs_norm(tile_dtype dt, tile_norm_kind kind, int64_t rows,
         failed = 1;
     } else {
         SUPPORT_CHECK(&gpu, d->cuCtxSynchronize());
-        float *y1 = xmalloc(n * sizeof *y1), *y2 = xmalloc(n * sizeof *y2);
-        double *want = xmalloc(n * sizeof *want);
+        float *y1 = support_xmalloc(n * sizeof *y1), *y2 = support_xmalloc(n * sizeof *y2);
+        double *want = support_xmalloc(n * sizeof *want);
         SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(st, dy, n * elem));
         support_unpack(dt, y1, st, n);
         SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(st, dy2, n * elem));
@@ -1138,7 +1129,7 @@ int main(void) {
     } while (0)
 
     const int32_t count = tile_variant_count();
-    variants = xmalloc((size_t)count * sizeof *variants);
+    variants = support_xmalloc((size_t)count * sizeof *variants);
     for (int32_t i = 0; i < count; i++) {
         variant_entry v = {.index = i, .info = {.struct_size = sizeof(tile_variant_info)}};
         if (tile_variant_get(i, &v.info) != TILE_STATUS_SUCCESS) {

@@ -62,15 +62,6 @@ static int run_both(const char *label, int32_t variant, tile_dtype dtype, int64_
 
 /* ---------------------------------------------------------------- guarded and in-place runs */
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    return p;
-}
-
 static tile_status launch(int32_t variant, int log, tile_dtype dtype, void *y, const void *x,
                           int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
                           tile_stream stream) {
@@ -88,9 +79,9 @@ static int64_t guarded_run(int32_t variant, tile_dtype dtype, int log, int64_t r
     const size_t elem = support_dtype_size(dtype);
     const int64_t ld = cols + pad;
     const size_t n = (size_t)(rows * ld), bytes = n * elem, total = bytes + 2 * GUARD;
-    float *x = xmalloc(n * sizeof *x), *y = xmalloc(n * sizeof *y);
-    unsigned char *x_store = xmalloc(bytes), *all = xmalloc(total);
-    double *want = xmalloc((size_t)(rows * cols) * sizeof *want);
+    float *x = support_xmalloc(n * sizeof *x), *y = support_xmalloc(n * sizeof *y);
+    unsigned char *x_store = support_xmalloc(bytes), *all = support_xmalloc(total);
+    double *want = support_xmalloc((size_t)(rows * cols) * sizeof *want);
     support_fill_uniform(x, n, seed, -8.0f, 8.0f);
     support_pack(dtype, x_store, x, n);
     support_unpack(dtype, x, x_store, n);
@@ -256,7 +247,7 @@ static int check_variant_errors(int32_t index, const tile_variant_info *v) {
                TILE_STATUS_MISALIGNED, "aligned");
     }
 #undef EXPECT
-    unsigned char *back = xmalloc(bytes);
+    unsigned char *back = support_xmalloc(bytes);
     SUPPORT_CHECK(&gpu, d->cuCtxSynchronize());
     SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(back, dy, bytes));
     for (size_t i = 0; i < bytes; i++)
@@ -384,9 +375,9 @@ static int check_graph_capture(tile_dtype dt) {
     const tile_driver *d = gpu.drv;
     const int64_t rows = 33, cols = 3001;
     const size_t elem = support_dtype_size(dt), n = (size_t)(rows * cols);
-    float *x = xmalloc(n * sizeof *x), *y = xmalloc(n * sizeof *y);
-    void *x_store = xmalloc(n * elem), *y_store = xmalloc(n * elem);
-    double *want = xmalloc(n * sizeof *want);
+    float *x = support_xmalloc(n * sizeof *x), *y = support_xmalloc(n * sizeof *y);
+    void *x_store = support_xmalloc(n * elem), *y_store = support_xmalloc(n * elem);
+    double *want = support_xmalloc(n * sizeof *want);
     support_fill_uniform(x, n, 4242, -8.0f, 8.0f);
     support_pack(dt, x_store, x, n);
     support_unpack(dt, x, x_store, n);

@@ -42,19 +42,10 @@ typedef struct op_buffers {
 } op_buffers;
 
 static CUdeviceptr upload_random(tile_dtype dt, size_t n, uint64_t seed, float lo, float hi) {
-    float *v = malloc(n * sizeof *v);
-    void *packed = malloc(n * support_dtype_size(dt));
-    if (!v || !packed) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    support_fill_uniform(v, n, seed, lo, hi);
-    support_pack(dt, packed, v, n);
+    float *v = support_stored_uniform(dt, n, seed, lo, hi);
     CUdeviceptr p;
-    SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&p, n * support_dtype_size(dt)));
-    SUPPORT_CHECK(&gpu, gpu.drv->cuMemcpyHtoD(p, packed, n * support_dtype_size(dt)));
+    support_upload(&gpu, dt, v, n, 0, &p);
     free(v);
-    free(packed);
     return p;
 }
 
@@ -125,11 +116,8 @@ static void take(const op_buffers *b, CUstream stream, snapshot *out) {
     const tile_driver *d = gpu.drv;
     SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream));
     out->size = 2 * b->tensor_bytes + b->mask_bytes + 2 * b->stats_bytes;
-    out->bytes = realloc(out->bytes, out->size); /* ops differ in size: one snapshot serves all */
-    if (!out->bytes) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
+    free(out->bytes); /* ops differ in size: one snapshot serves them all */
+    out->bytes = support_xmalloc(out->size);
     unsigned char *p = out->bytes;
     SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p, b->y, b->tensor_bytes));
     SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->tensor_bytes, b->s, b->tensor_bytes));
