@@ -262,6 +262,76 @@ TILE_API tile_status tile_norm_explain(tile_dtype dtype, int64_t rows, int64_t c
                                        int64_t ld_y, int64_t ld_x, int32_t pointer_align,
                                        int32_t arch, tile_decision *decision);
 
+/*
+ * Flash attention forward (docs/api.md, "Attention"): O = softmax(scale * Q K^T + mask) V per
+ * (batch, head), computed tile by tile with an online softmax; the score matrix is never
+ * stored. fp16 or bf16 storage (q, k, v, o alike), fp32 accumulation.
+ *
+ * Layout by strides, in elements: element (b, s, h, d) of q is
+ * q[b * q_batch_stride + s * q_seq_stride + h * q_head_stride + d] (d contiguous), likewise
+ * k, v (heads_kv heads) and o (heads_q heads). BSHD and BHSD are both stride choices.
+ * GQA/MQA: query head h reads key/value head h / (heads_q / heads_kv); nothing is copied.
+ * Causal masking is aligned to the bottom-right (FlashAttention 2.1+): query i sees key j iff
+ * j <= i + seqlen_k - seqlen_q (per sequence); a query that sees no key gets output 0 and
+ * log-sum-exp -inf.
+ * Variable lengths: with cu_seqlens_q and cu_seqlens_k (int32 on the device, batch + 1
+ * cumulative token offsets, starting at 0), sequence b is tokens cu_seqlens_q[b] ..
+ * cu_seqlens_q[b + 1] - 1 of q and o (batch strides unused) and likewise of k and v;
+ * seqlen_q / seqlen_k are then the caller's maxima over the batch (no host sync reads the
+ * offsets) and total_q / total_k the token counts of the tensors.
+ */
+typedef struct tile_flash_attention_args {
+    size_t struct_size;       /* sizeof(tile_flash_attention_args) as the caller compiled it */
+    tile_dtype dtype;         /* TILE_DTYPE_F16 or TILE_DTYPE_BF16 */
+    int32_t batch;            /* sequences, >= 1 */
+    int32_t heads_q;          /* query (and output) heads, a multiple of heads_kv */
+    int32_t heads_kv;         /* key/value heads, >= 1 */
+    int32_t head_dim;         /* 8 to 256, a multiple of 8 */
+    int32_t causal;           /* 0 or 1 */
+    int64_t seqlen_q, seqlen_k; /* lengths (>= 1), or with cu_seqlens their maxima (>= 0) */
+    float scale;              /* softmax scale; 0 means 1 / sqrt(head_dim) */
+    void *o;
+    const void *q, *k, *v;
+    int64_t q_batch_stride, q_seq_stride, q_head_stride;
+    int64_t k_batch_stride, k_seq_stride, k_head_stride;
+    int64_t v_batch_stride, v_seq_stride, v_head_stride;
+    int64_t o_batch_stride, o_seq_stride, o_head_stride;
+    const int32_t *cu_seqlens_q, *cu_seqlens_k; /* both NULL (fixed lengths) or both given */
+    int64_t total_q, total_k; /* with cu_seqlens: tokens in q/o and in k/v */
+    float *lse;               /* NULL, or fp32 log-sum-exp (natural log) per (head, query):
+                                 fixed lengths [batch, heads_q, seqlen_q], varlen
+                                 [heads_q, total_q] */
+} tile_flash_attention_args;
+
+/* Zeroes *args (struct_size bytes of it, the caller's sizeof) and sets args->struct_size.
+ * INVALID_ARGUMENT for a NULL args or a struct_size smaller than version 1's struct. */
+TILE_API tile_status tile_flash_attention_init(tile_flash_attention_args *args,
+                                               size_t struct_size);
+
+/*
+ * Runs flash attention on `stream`. Status: INVALID_ARGUMENT for a NULL or too small args,
+ * NULL q, k, v or o, batch, heads or sequence lengths out of range, heads_q not a multiple of
+ * heads_kv, negative strides, an output stride below head_dim, only one of the cu_seqlens,
+ * extents that overflow int64, causal not 0 or 1, a scale that is not finite;
+ * UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for a head_dim that is not a multiple of 8 in
+ * [8, 256]; MISALIGNED unless every pointer is 16-byte aligned and every stride a multiple of
+ * 8 elements (16 bytes), or lse is not 4-byte aligned; otherwise as tile_softmax.
+ */
+TILE_API tile_status tile_flash_attention(const tile_flash_attention_args *args,
+                                          tile_stream stream);
+
+/* Runs exactly variant `variant` of op "attention" (tests force the sm_80 path on Hopper
+ * this way); statuses as tile_softmax_variant. */
+TILE_API tile_status tile_flash_attention_variant(int32_t variant,
+                                                  const tile_flash_attention_args *args,
+                                                  tile_stream stream);
+
+/* The variant tile_flash_attention would launch for *args, without launching it. The
+ * pointers are validated (not NULL, aligned) but never dereferenced. `arch` as for
+ * tile_softmax_explain. */
+TILE_API tile_status tile_flash_attention_explain(const tile_flash_attention_args *args,
+                                                  int32_t arch, tile_decision *decision);
+
 /* The compute capability of the current device as 10*major+minor, in *arch. */
 TILE_API tile_status tile_device_arch(int32_t *arch);
 

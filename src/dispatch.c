@@ -314,33 +314,18 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                      tile_dtype_string(p->dtype));
 }
 
-tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtype, int64_t rows,
-                                 int64_t cols, int64_t ld_y, int64_t ld_x, int32_t pointer_align,
-                                 int32_t arch, tile_decision *decision) {
-    tile_begin_call();
+tile_status tile_check_decision(const char *fn, const tile_decision *decision) {
     if (!decision) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: decision is NULL", fn);
     if (decision->struct_size < TILE_DECISION_V1_SIZE)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: decision->struct_size is %zu; set it to sizeof(tile_decision) (%zu)",
                          fn, decision->struct_size, sizeof(tile_decision));
-    if (pointer_align < 1 || (pointer_align & (pointer_align - 1)))
-        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: pointer_align is %d; it must be a power of two", fn, pointer_align);
-    /* Stand-in pointers aligned to pointer_align (at least the element size, at most 256) let
-     * the shared checks run unchanged and in the ops' order; they are never dereferenced. A
-     * pointer_align below the element size is reported where the ops report misalignment. */
-    const size_t elem = tile_dtype_size(dtype) ? tile_dtype_size(dtype) : 1;
-    const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256
-                                       : (size_t)pointer_align < elem ? elem : (size_t)pointer_align);
-    int32_t align;
-    tile_status s = tile_check_rowwise(fn, dtype, (const void *)(fake * 3), (const void *)fake,
-                                       rows, cols, ld_y, ld_x, &align);
-    if (s == TILE_STATUS_SUCCESS && (size_t)pointer_align < elem)
-        return tile_fail(TILE_STATUS_MISALIGNED,
-                         "%s: pointer_align is %d; %s pointers are aligned to at least their "
-                         "%zu-byte elements",
-                         fn, pointer_align, tile_dtype_string(dtype), elem);
-    if (s != TILE_STATUS_SUCCESS) return s;
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_explain_problem(const char *fn, tile_problem *p, int32_t arch,
+                                 tile_decision *decision) {
+    tile_status s;
     int32_t sm_count = 0, smem_limit = tile_arch_smem_limit(arch);
     if (arch == 0) {
         const tile_device *device;
@@ -352,11 +337,41 @@ tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtyp
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: arch is %d; give 10*major+minor (90 = sm_90) or 0", fn, arch);
     }
-    tile_problem p = {op, dtype, rows, cols, align, arch, sm_count, smem_limit, 0};
+    p->arch = arch;
+    p->sm_count = sm_count;
+    p->smem_limit = smem_limit;
     tile_decision d = {.struct_size = sizeof d};
-    if ((s = tile_dispatch(&p, &d)) != TILE_STATUS_SUCCESS) return s;
+    if ((s = tile_dispatch(p, &d)) != TILE_STATUS_SUCCESS) return s;
     const size_t size = decision->struct_size; /* copy only what the caller's struct holds */
     memcpy(decision, &d, size < sizeof d ? size : sizeof d);
     decision->struct_size = size;
     return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtype, int64_t rows,
+                                 int64_t cols, int64_t ld_y, int64_t ld_x, int32_t pointer_align,
+                                 int32_t arch, tile_decision *decision) {
+    tile_begin_call();
+    tile_status s = tile_check_decision(fn, decision);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    if (pointer_align < 1 || (pointer_align & (pointer_align - 1)))
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: pointer_align is %d; it must be a power of two", fn, pointer_align);
+    /* Stand-in pointers aligned to pointer_align (at least the element size, at most 256) let
+     * the shared checks run unchanged and in the ops' order; they are never dereferenced. A
+     * pointer_align below the element size is reported where the ops report misalignment. */
+    const size_t elem = tile_dtype_size(dtype) ? tile_dtype_size(dtype) : 1;
+    const uintptr_t fake = (uintptr_t)(pointer_align >= 256 ? 256
+                                       : (size_t)pointer_align < elem ? elem : (size_t)pointer_align);
+    int32_t align;
+    s = tile_check_rowwise(fn, dtype, (const void *)(fake * 3), (const void *)fake, rows, cols,
+                           ld_y, ld_x, &align);
+    if (s == TILE_STATUS_SUCCESS && (size_t)pointer_align < elem)
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "%s: pointer_align is %d; %s pointers are aligned to at least their "
+                         "%zu-byte elements",
+                         fn, pointer_align, tile_dtype_string(dtype), elem);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    tile_problem p = {op, dtype, rows, cols, align, 0, 0, 0, 0};
+    return tile_explain_problem(fn, &p, arch, decision);
 }

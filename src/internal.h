@@ -97,6 +97,13 @@ tile_status tile_check_variant_index(const char *fn, int32_t variant);
  * memory, alignment, shape). */
 tile_status tile_check_variant(const char *fn, int32_t variant, const tile_problem *p);
 
+/* INVALID_ARGUMENT unless decision is not NULL and its struct_size holds version 1. */
+tile_status tile_check_decision(const char *fn, const tile_decision *decision);
+/* Dispatches p (op, dtype, rows, cols, align and features set) for `arch` (0: the current
+ * device) and copies the decision into the caller's struct: the end of every *_explain. */
+tile_status tile_explain_problem(const char *fn, tile_problem *p, int32_t arch,
+                                 tile_decision *decision);
+
 /* The body of the *_explain entry points: validates like the op would (with stand-in pointers
  * aligned to pointer_align), then dispatches for `arch` (0: the current device). */
 tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtype, int64_t rows,

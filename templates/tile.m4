@@ -161,4 +161,56 @@ m4_define(<|TILE_LOG|>, <|tile::log($1)|>)
 # TILE_RSQRT(x): 1 / sqrt(x) (SFU approximation, fp32).
 m4_define(<|TILE_RSQRT|>, <|rsqrtf($1)|>)
 
+# ---------------------------------------------------------------------------- attention
+# Tensor-core tiles for attention (templates/tile_attention.cuh). A program owns a BLOCK_M-row
+# query block of one (batch, head); key and value tiles of BLOCK_N rows pass through shared
+# memory; scores and the output accumulator stay in registers. The grid point gives HEAD_DIM,
+# BLOCK_M, BLOCK_N and WARPS.
+# TILE_ATTENTION_LAYOUT(L): L is the attention tiling of this grid point.
+m4_define(<|TILE_ATTENTION_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
+using $1 = tile::attn::layout<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS>|>)
+# TILE_ATTENTION_PROGRAM(blk, L, a): blk = this program's (batch, head, query block), its
+# sequence extents and the key tiles it visits, [0, blk.n_end); blk.empty: nothing to do.
+m4_define(<|TILE_ATTENTION_PROGRAM|>, <|TILE_ARGS(<|TILE_ATTENTION_PROGRAM|>, <|$3|>, 3)m4_dnl
+const tile::attn::block $1 = tile::attn::program_block<$2>($3)|>)
+# TILE_ATTENTION_TILES(tiles, L): tiles.q, tiles.k, tiles.v = the shared-memory Q, K and V
+# tiles (the grid's `set smem` sizes them).
+m4_define(<|TILE_ATTENTION_TILES|>, <|const auto $1 = tile::attn::shared_tiles<$2, T>()|>)
+# TILE_COPY_Q(tiles, L, a, blk), TILE_COPY_K(tiles, L, a, blk, n), TILE_COPY_V(...): start the
+# asynchronous copy of the query block, or of key/value tile n, into tiles (zeros outside the
+# sequence and past head_dim). TILE_COPY_COMMIT closes a group of started copies;
+# TILE_COPY_WAIT waits for all of them and for every thread of the program (a barrier).
+m4_define(<|TILE_COPY_Q|>, <|TILE_ARGS(<|TILE_COPY_Q|>, <|$4|>, 4)tile::attn::copy_q<$2, T>($1, $3, $4)|>)
+m4_define(<|TILE_COPY_K|>, <|TILE_ARGS(<|TILE_COPY_K|>, <|$5|>, 5)tile::attn::copy_k<$2, T>($1, $3, $4, $5)|>)
+m4_define(<|TILE_COPY_V|>, <|TILE_ARGS(<|TILE_COPY_V|>, <|$5|>, 5)tile::attn::copy_v<$2, T>($1, $3, $4, $5)|>)
+m4_define(<|TILE_COPY_COMMIT|>, <|tile::attn::copy_commit()|>)
+m4_define(<|TILE_COPY_WAIT|>, <|tile::attn::copy_wait_all()|>)
+# TILE_Q_FRAGMENTS(q, L, tiles): q = the program's query rows as matrix-product operands
+# (registers for HEAD_DIM <= 128; beyond that they are read from tiles.q at each product).
+m4_define(<|TILE_Q_FRAGMENTS|>, <|TILE_ARGS(<|TILE_Q_FRAGMENTS|>, <|$3|>, 3)m4_dnl
+tile::attn::q_frags<$2> $1; tile::attn::load_q_frags<$2>($1, $3.q)|>)
+# TILE_ATTENTION_STATE(acc, L): acc = output accumulator [BLOCK_M, HEAD_DIM] = 0 and the
+# running softmax statistics of its rows (max -inf, sum 0).
+m4_define(<|TILE_ATTENTION_STATE|>, <|tile::attn::state<$2> $1; tile::attn::state_init<$2>($1)|>)
+# TILE_FOR_KEY_TILES(n, blk) ... TILE_END_FOR: n walks the key tiles the block sees, last
+# first (the tiles that need masks come first).
+m4_define(<|TILE_FOR_KEY_TILES|>, <|for (int32_t $1 = $2.n_end - 1; $1 >= 0; $1--) {|>)
+# TILE_SCORES(s, L, q, tiles): s = q K^T [BLOCK_M, BLOCK_N] for the key tile in tiles.k
+# (tensor cores, fp32 accumulation).
+m4_define(<|TILE_SCORES|>, <|TILE_ARGS(<|TILE_SCORES|>, <|$4|>, 4)m4_dnl
+tile::attn::scores<$2> $1; tile::attn::qk<$2>($1, $3, $4.q, $4.k)|>)
+# TILE_KEY_TILE_MASKED(L, blk, n, causal): whether key tile n has keys past the sequence or,
+# causal, above the diagonal. TILE_MASK_SCORES(s, blk, n, causal): those scores become -inf.
+m4_define(<|TILE_KEY_TILE_MASKED|>, <|tile::attn::tile_needs_mask<$1>($2, $3, $4)|>)
+m4_define(<|TILE_MASK_SCORES|>, <|TILE_ARGS(<|TILE_MASK_SCORES|>, <|$4|>, 4)tile::attn::mask($1, $2, $3, $4)|>)
+# TILE_ONLINE_SOFTMAX(acc, s, scale_log2): fold the scores into acc's running max and sum,
+# rescale acc's output, and turn s into p = exp(scale * (s - max)) in place.
+m4_define(<|TILE_ONLINE_SOFTMAX|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX|>, <|$3|>, 3)tile::attn::online_softmax($1, $2, $3)|>)
+# TILE_ACCUMULATE_PV(acc, p, tiles): acc's output += p V for the value tile in tiles.v (p
+# rounded to the storage type, fp32 accumulation).
+m4_define(<|TILE_ACCUMULATE_PV|>, <|TILE_ARGS(<|TILE_ACCUMULATE_PV|>, <|$3|>, 3)tile::attn::pv($1, $2, $3.v)|>)
+# TILE_ATTENTION_STORE(a, blk, acc, tiles): O = acc's output / its row sums, written for the
+# block's rows in the sequence (through tiles.q); the rows' log-sum-exp where a.lse is given.
+m4_define(<|TILE_ATTENTION_STORE|>, <|TILE_ARGS(<|TILE_ATTENTION_STORE|>, <|$4|>, 4)tile::attn::store($1, $2, $3, $4.q)|>)
+
 m4_changecom()m4_divert(0)m4_dnl

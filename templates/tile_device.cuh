@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "norm_args.h" // argument blocks of kernels/*.tile, shared with the host
+#include "tile_attention.cuh" // tensor-core tiles behind the attention macros
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #include <cooperative_groups.h>

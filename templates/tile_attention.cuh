@@ -1,0 +1,406 @@
+// Device primitives behind the tile language's attention macros (templates/tile.m4,
+// "attention"): tensor-core tiles (mma.sync m16n8k16, ldmatrix), asynchronous tile copies
+// (cp.async with zero fill) and the per-thread layout of the flash-attention state. The
+// kernels in kernels/attention.tile name only the tile operations.
+//
+// Layout of a program: WARPS warps, each owning 16 query rows of the BLOCK_M-row query block
+// (BLOCK_M = 16 * WARPS). Key and value tiles of BLOCK_N rows are shared by all warps through
+// shared memory. A warp's scores S (16 x BLOCK_N) and output O (16 x HEAD_DIM) live in
+// registers as mma accumulator fragments: lane = 4 * g + t holds rows g and g + 8, columns
+// 8 * j + 2 * t and + 1 of every 8-column tile j.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "attention_args.h"
+
+namespace tile {
+namespace attn {
+
+// ------------------------------------------------------------------------------ layout
+template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_> struct layout {
+    static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+    static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
+    static constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks per row
+    static constexpr int PITCH = HEAD_DIM + 8;     // shared row pitch in elements: the 16-byte
+                                                   // pad puts the 8 rows of an ldmatrix on
+                                                   // distinct banks
+    static constexpr int N_TILES = BLOCK_N / 8;    // 8-column tiles of S
+    static constexpr int D_TILES = HEAD_DIM / 8;   // 8-column tiles of O
+    static constexpr bool Q_IN_REGISTERS = HEAD_DIM <= 128; // else re-read from shared memory
+    static constexpr int Q_OFFSET = 0, K_OFFSET = BLOCK_M * PITCH,
+                         V_OFFSET = (BLOCK_M + BLOCK_N) * PITCH;
+    static constexpr int SMEM_ELEMENTS = (BLOCK_M + 2 * BLOCK_N) * PITCH;
+    static_assert(BLOCK_M == 16 * WARPS, "a warp owns 16 query rows");
+    static_assert(HEAD_DIM % 16 == 0 && BLOCK_N % 16 == 0, "whole mma k-steps");
+};
+
+// ------------------------------------------------------------------------------ mma
+template <typename T> struct mma_type;
+template <> struct mma_type<__nv_bfloat16> {
+    __device__ static uint32_t pack(float lo, float hi) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    __device__ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct mma_type<__half> {
+    __device__ static uint32_t pack(float lo, float hi) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    __device__ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *smem) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// 16 bytes global -> shared without registers; src_bytes 0 writes zeros (rows past the
+// sequence, columns past head_dim), so padded lanes hold 0 and never NaN.
+__device__ __forceinline__ void copy16(void *smem, const void *global, bool valid) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(global),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits for this thread's copies, then the program's: the tiles are whole and every warp is
+// done with what it read before.
+__device__ __forceinline__ void copy_wait_all() {
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+}
+
+__device__ __forceinline__ float exp2f_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// ------------------------------------------------------------------------------ program
+// The (batch, head, query block) of this program and the extents it works on. Programs run
+// the longest query blocks first (causal work grows with the block index), heads fastest so
+// that the programs sharing a K/V head (GQA) run together.
+struct block {
+    int32_t b, h, hk;
+    int64_t q_start, k_start; // token offsets of the sequence (varlen) or 0
+    int32_t seq_q, seq_k;
+    int32_t m0;               // first query row of the block
+    int32_t n_end;            // key tiles to visit: [0, n_end)
+    int32_t diagonal;         // causal offset seq_k - seq_q: key j sees query i iff j <= i + diagonal
+    bool empty;               // no query row of this block exists
+};
+
+template <typename L>
+__device__ __forceinline__ block program_block(const tile_attention_kernel_args &a) {
+    block k;
+    const int64_t pid = blockIdx.x;
+    const int64_t per_block = (int64_t)a.heads_q * a.batch;
+    k.h = (int32_t)(pid % a.heads_q);
+    k.b = (int32_t)((pid / a.heads_q) % a.batch);
+    const int32_t mb = a.m_blocks - 1 - (int32_t)(pid / per_block);
+    k.hk = k.h / (a.heads_q / a.heads_kv);
+    if (a.cu_seqlens_q) {
+        k.q_start = a.cu_seqlens_q[k.b];
+        k.seq_q = a.cu_seqlens_q[k.b + 1] - (int32_t)k.q_start;
+        k.k_start = a.cu_seqlens_k[k.b];
+        k.seq_k = a.cu_seqlens_k[k.b + 1] - (int32_t)k.k_start;
+    } else {
+        k.q_start = k.k_start = 0;
+        k.seq_q = a.seqlen_q;
+        k.seq_k = a.seqlen_k;
+    }
+    k.m0 = mb * L::BLOCK_M;
+    k.empty = k.m0 >= k.seq_q;
+    k.diagonal = k.seq_k - k.seq_q;
+    int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
+    if (a.causal) {
+        const int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1;
+        const int32_t last_key = last_row + k.diagonal; // the last key any row here sees
+        n_end = last_key < 0 ? 0 : min(n_end, last_key / L::BLOCK_N + 1);
+    }
+    k.n_end = n_end;
+    return k;
+}
+
+// Whether key tile n has elements outside the sequence or above the causal diagonal.
+template <typename L>
+__device__ __forceinline__ bool tile_needs_mask(const block &k, int32_t n, int32_t causal) {
+    const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
+    return last_key >= k.seq_k || (causal && last_key > k.m0 + k.diagonal);
+}
+
+// ------------------------------------------------------------------------------ copies
+// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row stride ld elements)
+// into shared memory at `smem` (pitch L::PITCH); rows >= rows_valid and columns >= head_dim
+// become zeros.
+template <typename L, int ROWS, typename T>
+__device__ __forceinline__ void copy_tile(T *smem, const T *base, int64_t ld, int32_t row0,
+                                          int32_t rows_valid, int32_t head_dim) {
+    const int chunks_valid = head_dim / 8;
+#pragma unroll
+    for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) {
+        const int r = i / L::CHUNKS, c = i % L::CHUNKS;
+        const bool valid = row0 + r < rows_valid && c < chunks_valid;
+        const T *src = valid ? base + (int64_t)(row0 + r) * ld + c * 8 : base;
+        copy16(smem + r * L::PITCH + c * 8, src, valid);
+    }
+}
+
+template <typename L, typename T> struct smem_tiles {
+    T *q, *k, *v;
+};
+template <typename L, typename T> __device__ __forceinline__ smem_tiles<L, T> shared_tiles() {
+    extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
+    T *base = reinterpret_cast<T *>(tile_dynamic_smem);
+    return smem_tiles<L, T>{base + L::Q_OFFSET, base + L::K_OFFSET, base + L::V_OFFSET};
+}
+
+template <typename T>
+__device__ __forceinline__ const T *q_slab(const tile_attention_kernel_args &a, const block &k) {
+    return (const T *)a.q + (a.cu_seqlens_q ? 0 : (int64_t)k.b * a.q_batch) + k.q_start * a.q_seq +
+           (int64_t)k.h * a.q_head;
+}
+template <typename T>
+__device__ __forceinline__ const T *k_slab(const tile_attention_kernel_args &a, const block &k) {
+    return (const T *)a.k + (a.cu_seqlens_k ? 0 : (int64_t)k.b * a.k_batch) + k.k_start * a.k_seq +
+           (int64_t)k.hk * a.k_head;
+}
+template <typename T>
+__device__ __forceinline__ const T *v_slab(const tile_attention_kernel_args &a, const block &k) {
+    return (const T *)a.v + (a.cu_seqlens_k ? 0 : (int64_t)k.b * a.v_batch) + k.k_start * a.v_seq +
+           (int64_t)k.hk * a.v_head;
+}
+
+template <typename L, typename T>
+__device__ __forceinline__ void copy_q(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                       const block &k) {
+    copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), a.q_seq, k.m0, k.seq_q, a.head_dim);
+}
+template <typename L, typename T>
+__device__ __forceinline__ void copy_k(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                       const block &k, int32_t n) {
+    copy_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+}
+template <typename L, typename T>
+__device__ __forceinline__ void copy_v(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                       const block &k, int32_t n) {
+    copy_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+}
+
+// ------------------------------------------------------------------------------ state
+// A warp's query rows as mma A fragments (HEAD_DIM / 16 k-steps of 4 registers), held in
+// registers for HEAD_DIM <= 128, else re-read from shared memory at each use.
+template <typename L> struct q_frags {
+    uint32_t a[L::Q_IN_REGISTERS ? L::HEAD_DIM / 16 : 1][4];
+};
+
+__device__ __forceinline__ int warp_id() { return threadIdx.x / 32; }
+__device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
+
+// A fragment of k-step kk of this warp's 16 query rows.
+template <typename L, typename T>
+__device__ __forceinline__ void q_fragment(uint32_t r[4], const T *q_smem, int kk) {
+    const int l = lane_id();
+    const int row = warp_id() * 16 + (l & 7) + ((l >> 3) & 1) * 8, chunk = kk * 2 + (l >> 4);
+    ldmatrix_x4(r, q_smem + row * L::PITCH + chunk * 8);
+}
+template <typename L, typename T>
+__device__ __forceinline__ void load_q_frags(q_frags<L> &q, const T *q_smem) {
+    if constexpr (L::Q_IN_REGISTERS) {
+#pragma unroll
+        for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) q_fragment<L>(q.a[kk], q_smem, kk);
+    }
+}
+
+// Scores of the warp's rows against a key tile: [16, BLOCK_N] as N_TILES accumulators.
+template <typename L> struct scores {
+    float s[L::N_TILES][4];
+};
+
+// Output accumulator and the running softmax statistics of the warp's two rows per thread
+// (rows g and g + 8): max of the raw scores and this thread's part of the sum of exp.
+template <typename L> struct state {
+    float o[L::D_TILES][4];
+    float m[2], l[2];
+};
+template <typename L> __device__ __forceinline__ void state_init(state<L> &st) {
+#pragma unroll
+    for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) st.o[d][e] = 0.0f;
+    st.m[0] = st.m[1] = -__builtin_huge_valf();
+    st.l[0] = st.l[1] = 0.0f;
+}
+
+// S = Q K^T for the key tile in shared memory.
+template <typename L, typename T>
+__device__ __forceinline__ void qk(scores<L> &S, const q_frags<L> &q, const T *q_smem,
+                                   const T *k_smem) {
+#pragma unroll
+    for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) S.s[j][e] = 0.0f;
+    const int l = lane_id();
+#pragma unroll
+    for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
+        uint32_t qa[4];
+        if constexpr (L::Q_IN_REGISTERS) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) qa[e] = q.a[kk][e];
+        } else {
+            q_fragment<L>(qa, q_smem, kk);
+        }
+#pragma unroll
+        for (int np = 0; np < L::N_TILES / 2; np++) {
+            uint32_t b[4];
+            const int row = np * 16 + (l & 7) + (l >> 4) * 8, chunk = kk * 2 + ((l >> 3) & 1);
+            ldmatrix_x4(b, k_smem + row * L::PITCH + chunk * 8);
+            mma_type<T>::mma(S.s[2 * np], qa, b[0], b[1]);
+            mma_type<T>::mma(S.s[2 * np + 1], qa, b[2], b[3]);
+        }
+    }
+}
+
+// Scores outside the sequence or above the causal diagonal become -inf.
+template <typename L>
+__device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, int32_t causal) {
+    const int l = lane_id(), g = l >> 2, t = l & 3;
+    const int32_t row0 = k.m0 + warp_id() * 16 + g;
+#pragma unroll
+    for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int32_t key = n * L::BLOCK_N + j * 8 + 2 * t + (e & 1);
+            const int32_t row = row0 + (e >> 1) * 8;
+            const bool out = key >= k.seq_k || (causal && key > row + k.diagonal);
+            if (out) S.s[j][e] = -__builtin_huge_valf();
+        }
+}
+
+// Online softmax: folds the tile's scores into the running max and sum, rescales the output
+// accumulator, and turns S into P = exp(scale * (S - max)) in place.
+template <typename L>
+__device__ __forceinline__ void online_softmax(state<L> &st, scores<L> &S, float scale_log2) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float mx = st.m[r];
+#pragma unroll
+        for (int j = 0; j < L::N_TILES; j++) mx = fmaxf(mx, fmaxf(S.s[j][2 * r], S.s[j][2 * r + 1]));
+        // the 4 lanes of a row (t = 0..3) hold its columns
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // A row with every key masked so far keeps max -inf: exponents use 0 instead, so
+        // exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
+        const float base = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
+        const float alpha = exp2f_approx(st.m[r] * scale_log2 - base); // 0 when m was -inf
+        st.m[r] = mx;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float p = exp2f_approx(__fmaf_rn(S.s[j][2 * r + e], scale_log2, -base));
+                S.s[j][2 * r + e] = p;
+                sum += p;
+            }
+        st.l[r] = st.l[r] * alpha + sum;
+#pragma unroll
+        for (int d = 0; d < L::D_TILES; d++) {
+            st.o[d][2 * r] *= alpha;
+            st.o[d][2 * r + 1] *= alpha;
+        }
+    }
+}
+
+// O += P V for the value tile in shared memory; P (the accumulators of S) becomes the A
+// operand in registers, rounded to the storage type.
+template <typename L, typename T>
+__device__ __forceinline__ void pv(state<L> &st, const scores<L> &P, const T *v_smem) {
+    const int l = lane_id();
+#pragma unroll
+    for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
+        uint32_t pa[4];
+        pa[0] = mma_type<T>::pack(P.s[2 * kk][0], P.s[2 * kk][1]);
+        pa[1] = mma_type<T>::pack(P.s[2 * kk][2], P.s[2 * kk][3]);
+        pa[2] = mma_type<T>::pack(P.s[2 * kk + 1][0], P.s[2 * kk + 1][1]);
+        pa[3] = mma_type<T>::pack(P.s[2 * kk + 1][2], P.s[2 * kk + 1][3]);
+#pragma unroll
+        for (int dp = 0; dp < L::D_TILES / 2; dp++) {
+            uint32_t b[4];
+            const int row = kk * 16 + (l & 7) + ((l >> 3) & 1) * 8, chunk = dp * 2 + (l >> 4);
+            ldmatrix_x4_trans(b, v_smem + row * L::PITCH + chunk * 8);
+            mma_type<T>::mma(st.o[2 * dp], pa, b[0], b[1]);
+            mma_type<T>::mma(st.o[2 * dp + 1], pa, b[2], b[3]);
+        }
+    }
+}
+
+// O / sum, written through shared memory (the warp's own rows of the Q tile) as 16-byte row
+// chunks; rows past the sequence and columns past head_dim are not written. lse (natural log)
+// per row where asked: -inf for a row that sees no key, whose output is 0.
+template <typename L, typename T>
+__device__ __forceinline__ void store(const tile_attention_kernel_args &a, const block &k,
+                                      state<L> &st, T *q_smem) {
+    const int l = lane_id(), g = l >> 2, t = l & 3, w = warp_id();
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float sum = st.l[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+        const int32_t row = k.m0 + w * 16 + g + r * 8;
+        if (a.lse && t == 0 && row < k.seq_q) {
+            const float lse = sum > 0.0f ? st.m[r] * a.scale + __logf(sum) : -__builtin_huge_valf();
+            a.lse[(a.cu_seqlens_q ? 0 : (int64_t)k.b * a.lse_batch) + (int64_t)k.h * a.lse_head +
+                  k.q_start + row] = lse;
+        }
+    }
+    __syncwarp(); // the warp's last reads of its Q rows (HEAD_DIM > 128) are done
+#pragma unroll
+    for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint32_t packed =
+                mma_type<T>::pack(st.o[d][2 * r] * inv[r], st.o[d][2 * r + 1] * inv[r]);
+            *reinterpret_cast<uint32_t *>(q_smem + (w * 16 + g + r * 8) * L::PITCH + d * 8 + 2 * t) =
+                packed;
+        }
+    __syncthreads();
+    T *out = (T *)a.o + (a.cu_seqlens_q ? 0 : (int64_t)k.b * a.o_batch) + k.q_start * a.o_seq +
+             (int64_t)k.h * a.o_head;
+    const int chunks_valid = a.head_dim / 8;
+#pragma unroll
+    for (int i = threadIdx.x; i < L::BLOCK_M * L::CHUNKS; i += L::THREADS) {
+        const int r = i / L::CHUNKS, c = i % L::CHUNKS;
+        if (k.m0 + r < k.seq_q && c < chunks_valid)
+            *reinterpret_cast<int4 *>(out + (int64_t)(k.m0 + r) * a.o_seq + c * 8) =
+                *reinterpret_cast<const int4 *>(q_smem + r * L::PITCH + c * 8);
+    }
+}
+
+} // namespace attn
+} // namespace tile
