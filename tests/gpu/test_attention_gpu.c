@@ -1,0 +1,422 @@
+/* Flash attention on the GPU against a float64 CPU reference: every attention variant compiled
+ * for this GPU and the dispatcher, on ragged sequence lengths (1, 17, 127, 128, 1000, 4096),
+ * seqlen_q != seqlen_k with causal masking, varlen batches with empty and one-token sequences,
+ * GQA ratios 1, 4 and 8, head dims from 32 to 256 (and ones between the variants' widths), BSHD,
+ * BHSD and padded layouts, with the log-sum-exp output.
+ *
+ * The error rule (as FlashAttention's own tests): the largest error of our output against the
+ * float64 reference may be at most twice that of a reference computed in fp32 with P rounded
+ * to the storage type before P V and the output rounded to it (plus 1e-3 of the output's
+ * scale). NaN never passes. Outputs and lse are poisoned (NaN) first: every position of the
+ * sequences must be written, and positions outside them (padding between heads and rows) must
+ * stay poisoned. Long sequences check a sample of query rows per head against the reference
+ * (every row is still checked for being written and finite).
+ *
+ * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU. FUSEDOPS_TEST_VARIANT=substring
+ * limits the per-variant part to matching names. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusedops.h"
+#include "support.h"
+
+static support_gpu gpu;
+static int cases_run, case_failures;
+
+enum layout { BSHD, BHSD, BSHD_PADDED };
+
+typedef struct attn_case {
+    int32_t variant; /* -1: the dispatcher */
+    tile_dtype dtype;
+    int32_t batch, heads_q, heads_kv, head_dim;
+    int64_t seqlen_q, seqlen_k; /* fixed lengths (varlen: ignored) */
+    int causal;
+    enum layout layout;
+    const int32_t *lens_q, *lens_k; /* varlen: batch lengths each, or NULL */
+    int with_lse;
+    int sample; /* query rows checked against the reference per (batch, head); 0: all */
+    uint64_t seed;
+} attn_case;
+
+/* Strides (elements) of a [batch, tokens, heads, head_dim] tensor in the case's layout. */
+typedef struct strides {
+    int64_t batch, seq, head, elements;
+} strides;
+static strides layout_strides(enum layout layout, int64_t batches, int64_t tokens, int64_t heads,
+                              int64_t d) {
+    strides s;
+    if (layout == BHSD) {
+        s.seq = d;
+        s.head = tokens * d;
+        s.batch = heads * tokens * d;
+    } else if (layout == BSHD_PADDED) { /* gaps after every head and every token */
+        s.head = d + 8;
+        s.seq = heads * (d + 8) + 16;
+        s.batch = tokens * s.seq + 8;
+    } else {
+        s.head = d;
+        s.seq = heads * d;
+        s.batch = tokens * heads * d;
+    }
+    s.elements = batches * s.batch;
+    return s;
+}
+
+static int64_t offset_of(const strides *s, int64_t b, int64_t t, int64_t h) {
+    return b * s->batch + t * s->seq + h * s->head;
+}
+
+static float round_to(tile_dtype dt, float f) {
+    return dt == TILE_DTYPE_BF16 ? support_bf16_to_float(support_float_to_bf16(f))
+                                 : support_half_to_float(support_float_to_half(f));
+}
+
+/* Fills a tensor: positions inside the sequences get stored uniform values, padding NaN (the
+ * kernels must never read it). */
+static float *make_tensor(const attn_case *c, const strides *s, int64_t batches, int64_t tokens,
+                          int64_t heads, uint64_t seed) {
+    float *t = support_xmalloc((size_t)s->elements * sizeof *t);
+    for (int64_t i = 0; i < s->elements; i++) t[i] = NAN;
+    float *vals = support_stored_uniform(c->dtype, (size_t)(batches * tokens * heads * c->head_dim),
+                                         seed, -2.0f, 2.0f);
+    int64_t n = 0;
+    for (int64_t b = 0; b < batches; b++)
+        for (int64_t tk = 0; tk < tokens; tk++)
+            for (int64_t h = 0; h < heads; h++)
+                for (int64_t d = 0; d < c->head_dim; d++) t[offset_of(s, b, tk, h) + d] = vals[n++];
+    free(vals);
+    return t;
+}
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Runs one case; returns the number of problems (-1 when the call itself failed). */
+static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out,
+                        double *err_lp_out) {
+    const tile_driver *drv = gpu.drv;
+    const tile_dtype dt = c->dtype;
+    const size_t elem = support_dtype_size(dt);
+    const int varlen = c->lens_q != NULL;
+    const int64_t D = c->head_dim;
+    /* Sequence extents per batch entry. */
+    int32_t *cu_q = support_xmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
+    int32_t *cu_k = support_xmalloc(sizeof(int32_t) * (size_t)(c->batch + 1));
+    int64_t max_q = 0, max_k = 0;
+    cu_q[0] = cu_k[0] = 0;
+    for (int32_t b = 0; b < c->batch; b++) {
+        const int64_t lq = varlen ? c->lens_q[b] : c->seqlen_q;
+        const int64_t lk = varlen ? c->lens_k[b] : c->seqlen_k;
+        cu_q[b + 1] = cu_q[b] + (int32_t)lq;
+        cu_k[b + 1] = cu_k[b] + (int32_t)lk;
+        if (lq > max_q) max_q = lq;
+        if (lk > max_k) max_k = lk;
+    }
+    const int64_t batches = varlen ? 1 : c->batch;
+    const int64_t tokens_q = varlen ? cu_q[c->batch] : c->seqlen_q;
+    const int64_t tokens_k = varlen ? cu_k[c->batch] : c->seqlen_k;
+    const strides sq = layout_strides(c->layout, batches, tokens_q, c->heads_q, D);
+    const strides sk = layout_strides(c->layout, batches, tokens_k, c->heads_kv, D);
+    float *q = make_tensor(c, &sq, batches, tokens_q, c->heads_q, c->seed * 3 + 0);
+    float *k = make_tensor(c, &sk, batches, tokens_k, c->heads_kv, c->seed * 3 + 1);
+    float *v = make_tensor(c, &sk, batches, tokens_k, c->heads_kv, c->seed * 3 + 2);
+    CUdeviceptr bq, bk, bv, bo = 0, blse = 0, bcq = 0, bck = 0;
+    const CUdeviceptr dq = support_upload(&gpu, dt, q, (size_t)sq.elements, 0, &bq);
+    const CUdeviceptr dk = support_upload(&gpu, dt, k, (size_t)sk.elements, 0, &bk);
+    const CUdeviceptr dv = support_upload(&gpu, dt, v, (size_t)sk.elements, 0, &bv);
+    const size_t o_bytes = (size_t)sq.elements * elem;
+    SUPPORT_CHECK(&gpu, drv->cuMemAlloc(&bo, o_bytes));
+    SUPPORT_CHECK(&gpu, drv->cuMemsetD8(bo, 0xff, o_bytes)); /* NaN in f16 and bf16 */
+    const int64_t lse_n = varlen ? c->heads_q * tokens_q : c->batch * c->heads_q * c->seqlen_q;
+    if (c->with_lse) {
+        SUPPORT_CHECK(&gpu, drv->cuMemAlloc(&blse, (size_t)lse_n * sizeof(float)));
+        SUPPORT_CHECK(&gpu, drv->cuMemsetD8(blse, 0xff, (size_t)lse_n * sizeof(float)));
+    }
+    if (varlen) {
+        const size_t bytes = sizeof(int32_t) * (size_t)(c->batch + 1);
+        SUPPORT_CHECK(&gpu, drv->cuMemAlloc(&bcq, bytes));
+        SUPPORT_CHECK(&gpu, drv->cuMemAlloc(&bck, bytes));
+        SUPPORT_CHECK(&gpu, drv->cuMemcpyHtoD(bcq, cu_q, bytes));
+        SUPPORT_CHECK(&gpu, drv->cuMemcpyHtoD(bck, cu_k, bytes));
+    }
+    tile_flash_attention_args a;
+    tile_flash_attention_init(&a, sizeof a);
+    a.dtype = dt;
+    a.batch = c->batch;
+    a.heads_q = c->heads_q;
+    a.heads_kv = c->heads_kv;
+    a.head_dim = c->head_dim;
+    a.causal = c->causal;
+    a.seqlen_q = varlen ? max_q : c->seqlen_q;
+    a.seqlen_k = varlen ? max_k : c->seqlen_k;
+    a.q = (const void *)dq;
+    a.k = (const void *)dk;
+    a.v = (const void *)dv;
+    a.o = (void *)bo;
+    a.q_batch_stride = sq.batch, a.q_seq_stride = sq.seq, a.q_head_stride = sq.head;
+    a.k_batch_stride = sk.batch, a.k_seq_stride = sk.seq, a.k_head_stride = sk.head;
+    a.v_batch_stride = sk.batch, a.v_seq_stride = sk.seq, a.v_head_stride = sk.head;
+    a.o_batch_stride = sq.batch, a.o_seq_stride = sq.seq, a.o_head_stride = sq.head;
+    if (varlen) {
+        a.cu_seqlens_q = (const int32_t *)bcq;
+        a.cu_seqlens_k = (const int32_t *)bck;
+        a.total_q = tokens_q;
+        a.total_k = tokens_k;
+    }
+    a.lse = c->with_lse ? (float *)blse : NULL;
+    *status = c->variant >= 0 ? tile_flash_attention_variant(c->variant, &a, NULL)
+                              : tile_flash_attention(&a, NULL);
+    int64_t problems = -1;
+    if (*status == TILE_STATUS_SUCCESS) {
+        SUPPORT_CHECK(&gpu, drv->cuCtxSynchronize());
+        void *raw = support_xmalloc(o_bytes);
+        float *o = support_xmalloc((size_t)sq.elements * sizeof *o);
+        SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(raw, bo, o_bytes));
+        support_unpack(dt, o, raw, (size_t)sq.elements);
+        float *lse = NULL;
+        if (c->with_lse) {
+            lse = support_xmalloc((size_t)lse_n * sizeof *lse);
+            SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(lse, blse, (size_t)lse_n * sizeof(float)));
+        }
+        problems = 0;
+        /* Written exactly where the sequences are: finite there, poisoned elsewhere. */
+        char *inside = calloc((size_t)sq.elements, 1);
+        for (int32_t b = 0; b < c->batch; b++)
+            for (int64_t i = 0; i < cu_q[b + 1] - cu_q[b]; i++)
+                for (int64_t h = 0; h < c->heads_q; h++)
+                    for (int64_t d = 0; d < D; d++) {
+                        const int64_t t = varlen ? cu_q[b] + i : i;
+                        inside[offset_of(&sq, varlen ? 0 : b, t, h) + d] = 1;
+                    }
+        for (int64_t e = 0; e < sq.elements; e++) {
+            if (inside[e] && !isfinite(o[e])) {
+                if (problems++ < 5)
+                    fprintf(stderr, "  o[%lld] is %g (not written or not finite)\n", (long long)e,
+                            (double)o[e]);
+            } else if (!inside[e] && !isnan(o[e])) {
+                if (problems++ < 5)
+                    fprintf(stderr, "  o[%lld] outside the sequences was written (%g)\n",
+                            (long long)e, (double)o[e]);
+            }
+        }
+        free(inside);
+        /* Against the references, on sampled query rows. */
+        const float scale = 1.0f / sqrtf((float)D);
+        double err = 0, err_lp = 0, out_scale = 0;
+        double *s64 = support_xmalloc((size_t)(max_k > 0 ? max_k : 1) * sizeof *s64);
+        float *s32 = support_xmalloc((size_t)(max_k > 0 ? max_k : 1) * sizeof *s32);
+        double *acc = support_xmalloc((size_t)D * sizeof *acc);
+        float *acc32 = support_xmalloc((size_t)D * sizeof *acc32);
+        for (int32_t b = 0; b < c->batch; b++) {
+            const int64_t lq = cu_q[b + 1] - cu_q[b], lk = cu_k[b + 1] - cu_k[b];
+            const int64_t step = c->sample && lq > c->sample ? lq / c->sample : 1;
+            for (int64_t h = 0; h < c->heads_q; h++) {
+                const int64_t hk = h / (c->heads_q / c->heads_kv);
+                for (int64_t i0 = 0; i0 < lq; i0 += step) {
+                    /* the sample always includes the last row */
+                    const int64_t i = i0 + step >= lq ? lq - 1 : i0;
+                    const int64_t tq = varlen ? cu_q[b] + i : i;
+                    const float *qi = q + offset_of(&sq, varlen ? 0 : b, tq, h);
+                    const int64_t last = c->causal ? imin(lk - 1, i + lk - lq) : lk - 1;
+                    double m = -INFINITY;
+                    float m32 = -INFINITY;
+                    for (int64_t j = 0; j <= last; j++) {
+                        const int64_t tk = varlen ? cu_k[b] + j : j;
+                        const float *kj = k + offset_of(&sk, varlen ? 0 : b, tk, hk);
+                        double dot = 0;
+                        float dot32 = 0;
+                        for (int64_t d = 0; d < D; d++) {
+                            dot += (double)qi[d] * kj[d];
+                            dot32 += qi[d] * kj[d];
+                        }
+                        s64[j] = dot * scale;
+                        s32[j] = dot32 * scale;
+                        if (s64[j] > m) m = s64[j];
+                        if (s32[j] > m32) m32 = s32[j];
+                    }
+                    double l = 0;
+                    float l32 = 0;
+                    for (int64_t d = 0; d < D; d++) acc[d] = acc32[d] = 0;
+                    for (int64_t j = 0; j <= last; j++) {
+                        const int64_t tk = varlen ? cu_k[b] + j : j;
+                        const float *vj = v + offset_of(&sk, varlen ? 0 : b, tk, hk);
+                        const double p = exp(s64[j] - m);
+                        const float p32 = expf(s32[j] - m32), p_stored = round_to(dt, p32);
+                        l += p;
+                        l32 += p32;
+                        for (int64_t d = 0; d < D; d++) {
+                            acc[d] += p * vj[d];
+                            acc32[d] += p_stored * vj[d];
+                        }
+                    }
+                    const float *oi = o + offset_of(&sq, varlen ? 0 : b, tq, h);
+                    for (int64_t d = 0; d < D; d++) {
+                        const double want = last >= 0 ? acc[d] / l : 0.0;
+                        const double lp = last >= 0 ? round_to(dt, acc32[d] / l32) : 0.0;
+                        if (fabs(want) > out_scale) out_scale = fabs(want);
+                        const double e = fabs(oi[d] - want);
+                        if (!(e <= err)) err = isnan(e) ? INFINITY : e;
+                        if (fabs(lp - want) > err_lp) err_lp = fabs(lp - want);
+                        if (last < 0 && oi[d] != 0.0f && problems++ < 5)
+                            fprintf(stderr, "  row %lld head %lld sees no key but o = %g\n",
+                                    (long long)i, (long long)h, (double)oi[d]);
+                    }
+                    if (lse) {
+                        const int64_t at = varlen ? h * tokens_q + cu_q[b] + i
+                                                  : ((int64_t)b * c->heads_q + h) * c->seqlen_q + i;
+                        const double want = last >= 0 ? m + log(l) : -INFINITY;
+                        const double got = lse[at];
+                        const int ok = last >= 0 ? fabs(got - want) <= 1e-3 + 1e-4 * fabs(want)
+                                                 : (isinf(got) && got < 0);
+                        if (!ok && problems++ < 5)
+                            fprintf(stderr, "  lse b %d h %lld row %lld: %g, want %g\n", b,
+                                    (long long)h, (long long)i, got, want);
+                    }
+                }
+            }
+        }
+        const double allowed = 2.0 * err_lp + 1e-3 * (out_scale > 1.0 ? out_scale : 1.0);
+        if (!(err <= allowed)) {
+            problems++;
+            fprintf(stderr, "  max error %.3g exceeds %.3g (2 x the low-precision reference's %.3g + slack)\n",
+                    err, allowed, err_lp);
+        }
+        *err_out = err;
+        *err_lp_out = err_lp;
+        free(s64), free(s32), free(acc), free(acc32), free(raw), free(o), free(lse);
+    }
+    CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
+    for (int i = 0; i < 7; i++)
+        if (bufs[i]) SUPPORT_CHECK(&gpu, drv->cuMemFree(bufs[i]));
+    free(q), free(k), free(v), free(cu_q), free(cu_k);
+    return problems;
+}
+
+static void run_case(const char *label, const attn_case *c) {
+    tile_status s = TILE_STATUS_SUCCESS;
+    double err = 0, err_lp = 0;
+    const int64_t bad = run_attn(c, &s, &err, &err_lp);
+    cases_run++;
+    char shape[160];
+    snprintf(shape, sizeof shape, "%s b%d hq%d hkv%d d%d %s%s%s", tile_dtype_string(c->dtype),
+             c->batch, c->heads_q, c->heads_kv, c->head_dim, c->causal ? "causal " : "",
+             c->lens_q ? "varlen" : "", c->layout == BHSD ? " bhsd" : c->layout == BSHD_PADDED ? " padded" : "");
+    if (bad == 0) {
+        if (getenv("FUSEDOPS_TEST_VERBOSE"))
+            printf("ok %s %s sq %lld sk %lld: error %.3g (low-precision reference %.3g)\n", label,
+                   shape, (long long)c->seqlen_q, (long long)c->seqlen_k, err, err_lp);
+        return;
+    }
+    case_failures++;
+    if (bad < 0)
+        fprintf(stderr, "FAIL %s %s sq %lld sk %lld: %s: %s\n", label, shape,
+                (long long)c->seqlen_q, (long long)c->seqlen_k, tile_status_string(s),
+                tile_last_error());
+    else
+        fprintf(stderr, "FAIL %s %s sq %lld sk %lld: %lld problems (error %.3g, low-precision %.3g)\n",
+                label, shape, (long long)c->seqlen_q, (long long)c->seqlen_k, (long long)bad, err,
+                err_lp);
+}
+
+static const int32_t ragged_q[] = {0, 1, 77, 300, 130};
+static const int32_t ragged_k[] = {5, 1, 77, 513, 0};
+
+/* The dispatcher on the shapes, both dtypes. */
+static void dispatcher_cases(void) {
+    for (int di = 0; di < 2; di++) {
+        const tile_dtype dt = di ? TILE_DTYPE_F16 : TILE_DTYPE_BF16;
+        uint64_t seed = 100 + (uint64_t)di * 1000;
+        const attn_case cases[] = {
+            {-1, dt, 2, 4, 4, 64, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed++},
+            {-1, dt, 2, 8, 2, 128, 17, 17, 1, BSHD, NULL, NULL, 1, 0, seed++},
+            {-1, dt, 1, 4, 4, 64, 127, 127, 1, BHSD, NULL, NULL, 0, 0, seed++},
+            {-1, dt, 2, 4, 1, 128, 128, 128, 0, BSHD, NULL, NULL, 1, 0, seed++},
+            {-1, dt, 1, 8, 1, 128, 1000, 1000, 1, BSHD, NULL, NULL, 1, 48, seed++},
+            {-1, dt, 1, 8, 8, 128, 1000, 1000, 0, BHSD, NULL, NULL, 0, 48, seed++},
+            {-1, dt, 1, 2, 2, 128, 4096, 4096, 1, BSHD, NULL, NULL, 1, 24, seed++},
+            {-1, dt, 1, 2, 1, 64, 4096, 4096, 0, BSHD, NULL, NULL, 0, 24, seed++},
+            {-1, dt, 2, 4, 2, 64, 100, 300, 1, BSHD, NULL, NULL, 1, 0, seed++},
+            {-1, dt, 2, 4, 2, 64, 300, 100, 1, BSHD, NULL, NULL, 1, 0, seed++},
+            {-1, dt, 2, 4, 4, 128, 300, 100, 0, BSHD_PADDED, NULL, NULL, 1, 0, seed++},
+            {-1, dt, 5, 8, 2, 128, 0, 0, 1, BSHD_PADDED, ragged_q, ragged_k, 1, 0, seed++},
+            {-1, dt, 5, 8, 8, 64, 0, 0, 0, BSHD, ragged_q, ragged_k, 1, 0, seed++},
+            {-1, dt, 5, 4, 4, 256, 0, 0, 1, BHSD, ragged_q, ragged_k, 1, 0, seed++},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case("dispatch", &cases[i]);
+        static const int32_t dims[] = {8, 32, 40, 80, 96, 136, 160, 256};
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+            const attn_case c = {-1, dt, 1, 4, 2, dims[i], 200, 200, (int)(i & 1), BSHD_PADDED,
+                                 NULL, NULL, 1, 0, seed++};
+            run_case("head_dim", &c);
+        }
+    }
+}
+
+/* Every attention variant this GPU can run, on its own head width and a narrower one. */
+static void variant_cases(void) {
+    const char *filter = getenv("FUSEDOPS_TEST_VARIANT");
+    int ran = 0;
+    for (int32_t i = 0; i < tile_variant_count(); i++) {
+        tile_variant_info info = {.struct_size = sizeof info};
+        if (tile_variant_get(i, &info) != TILE_STATUS_SUCCESS) continue;
+        if (strcmp(info.op, "attention") || !support_variant_runs_here(&gpu, &info)) continue;
+        if (filter && !strstr(info.name, filter)) continue;
+        ran++;
+        const int32_t d = (int32_t)info.max_cols, narrow = d > 8 ? d - 8 : d;
+        const uint64_t seed = 5000 + (uint64_t)i * 16;
+        const attn_case cases[] = {
+            {i, info.dtype, 2, 4, 2, d, 200, 200, 1, BSHD, NULL, NULL, 1, 0, seed},
+            {i, info.dtype, 1, 8, 1, d, 77, 300, 0, BHSD, NULL, NULL, 1, 0, seed + 1},
+            {i, info.dtype, 2, 4, 4, narrow, 129, 65, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 2},
+            {i, info.dtype, 5, 4, 1, d, 0, 0, 1, BSHD, ragged_q, ragged_k, 1, 0, seed + 3},
+        };
+        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) run_case(info.name, &cases[j]);
+    }
+    printf("%d attention variants run on this GPU\n", ran);
+    if (!ran && !filter) {
+        fprintf(stderr, "FAIL no attention variant runs on this GPU\n");
+        case_failures++;
+    }
+}
+
+/* Launch-time statuses a device is needed for: misalignment, and a variant of another op. */
+static void device_statuses(void) {
+    tile_flash_attention_args a;
+    tile_flash_attention_init(&a, sizeof a);
+    a.dtype = TILE_DTYPE_BF16, a.batch = 1, a.heads_q = 1, a.heads_kv = 1, a.head_dim = 64;
+    a.seqlen_q = a.seqlen_k = 16;
+    a.q_seq_stride = a.k_seq_stride = a.v_seq_stride = a.o_seq_stride = 64;
+    a.q = a.k = a.v = (const void *)(uintptr_t)0x1000;
+    a.o = (void *)(uintptr_t)0x2008; /* 8-byte aligned: no variant takes it */
+    tile_status s = tile_flash_attention(&a, NULL);
+    cases_run++;
+    if (s != TILE_STATUS_MISALIGNED) {
+        fprintf(stderr, "FAIL misaligned o gave %s (%s)\n", tile_status_string(s), tile_last_error());
+        case_failures++;
+    }
+    a.o = (void *)(uintptr_t)0x2000;
+    s = tile_flash_attention_variant(tile_variant_find("softmax_f32_r1_n1024_w4_v4"), &a, NULL);
+    cases_run++;
+    if (s != TILE_STATUS_NOT_SUPPORTED && s != TILE_STATUS_INVALID_ARGUMENT) {
+        fprintf(stderr, "FAIL a softmax variant for attention gave %s (%s)\n", tile_status_string(s),
+                tile_last_error());
+        case_failures++;
+    }
+}
+
+int main(void) {
+    const char *why;
+    if (support_gpu_open(&gpu, &why) != 0) {
+        printf("skipped: %s\n", why);
+        return SUPPORT_EXIT_NO_GPU;
+    }
+    printf("%s (sm_%d)\n", gpu.name, gpu.arch);
+    dispatcher_cases();
+    variant_cases();
+    device_statuses();
+    printf("%d cases, %d failures\n", cases_run, case_failures);
+    support_gpu_close(&gpu);
+    return case_failures ? 1 : 0;
+}
