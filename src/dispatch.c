@@ -158,6 +158,10 @@ static double heuristic_cost(const tile_variant *v, const tile_problem *p) {
         if (p->cols < tile) cost *= (double)tile / (double)p->cols;
     }
     if (programs < 2 * sms) cost *= 1.0 + (double)(2 * sms - programs) / (2.0 * sms);
+    /* Attention: a warp with more query rows feeds more tensor-core products from each key and
+     * value fragment it reads from shared memory (32 rows a warp measured ~1.5x faster than 16
+     * at head dim 128 on an H100, docs/perf-notes.md). */
+    if (!strcmp(v->op, "attention")) cost *= (double)v->threads / (2.0 * v->rows_per_program);
     /* Prefer 16-byte accesses, then fewer threads per program (more loads in flight each). */
     cost *= 1.0 + 0.2 / v->align_bytes;
     cost *= 1.0 + v->threads / 65536.0;

@@ -165,10 +165,10 @@ m4_define(<|TILE_RSQRT|>, <|rsqrtf($1)|>)
 # Tensor-core tiles for attention (templates/tile_attention.cuh). A program owns a BLOCK_M-row
 # query block of one (batch, head); key and value tiles of BLOCK_N rows pass through shared
 # memory; scores and the output accumulator stay in registers. The grid point gives HEAD_DIM,
-# BLOCK_M, BLOCK_N and WARPS.
+# BLOCK_M, BLOCK_N and WARPS; each warp owns BLOCK_M / WARPS query rows (16 or 32).
 # TILE_ATTENTION_LAYOUT(L): L is the attention tiling of this grid point.
 m4_define(<|TILE_ATTENTION_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
-using $1 = tile::attn::layout<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS>|>)
+using $1 = tile::attn::layout<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, BLOCK_M / WARPS>|>)
 # TILE_ATTENTION_PROGRAM(blk, L, a): blk = this program's (batch, head, query block), its
 # sequence extents and the key tiles it visits, [0, blk.n_end); blk.empty: nothing to do.
 m4_define(<|TILE_ATTENTION_PROGRAM|>, <|TILE_ARGS(<|TILE_ATTENTION_PROGRAM|>, <|$3|>, 3)m4_dnl

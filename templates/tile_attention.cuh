@@ -3,11 +3,11 @@
 // (cp.async with zero fill) and the per-thread layout of the flash-attention state. The
 // kernels in kernels/attention.tile name only the tile operations.
 //
-// Layout of a program: WARPS warps, each owning 16 query rows of the BLOCK_M-row query block
-// (BLOCK_M = 16 * WARPS). Key and value tiles of BLOCK_N rows are shared by all warps through
+// Layout of a program: WARPS warps, each owning WARP_ROWS query rows (MF fragments of 16) of
+// the BLOCK_M-row query block (BLOCK_M = WARP_ROWS * WARPS). Key and value tiles of BLOCK_N rows are shared by all warps through
 // shared memory. A warp's scores S (16 x BLOCK_N) and output O (16 x HEAD_DIM) live in
-// registers as mma accumulator fragments: lane = 4 * g + t holds rows g and g + 8, columns
-// 8 * j + 2 * t and + 1 of every 8-column tile j.
+// registers as mma accumulator fragments: in each 16-row fragment, lane = 4 * g + t holds rows
+// g and g + 8, columns 8 * j + 2 * t and + 1 of every 8-column tile j.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,20 +20,25 @@ namespace tile {
 namespace attn {
 
 // ------------------------------------------------------------------------------ layout
-template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_> struct layout {
+template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_> struct layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
+    static constexpr int WARP_ROWS = WARP_ROWS_;   // query rows a warp owns
+    static constexpr int MF = WARP_ROWS / 16;      // its 16-row mma fragments: each key or
+                                                   // value fragment read from shared memory
+                                                   // feeds MF products
     static constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks per row
     static constexpr int PITCH = HEAD_DIM + 8;     // shared row pitch in elements: the 16-byte
                                                    // pad puts the 8 rows of an ldmatrix on
                                                    // distinct banks
     static constexpr int N_TILES = BLOCK_N / 8;    // 8-column tiles of S
     static constexpr int D_TILES = HEAD_DIM / 8;   // 8-column tiles of O
-    static constexpr bool Q_IN_REGISTERS = HEAD_DIM <= 128; // else re-read from shared memory
+    static constexpr bool Q_IN_REGISTERS = MF == 1 && HEAD_DIM <= 128; // else re-read from
+                                                                      // shared memory
     static constexpr int Q_OFFSET = 0, K_OFFSET = BLOCK_M * PITCH,
                          V_OFFSET = (BLOCK_M + BLOCK_N) * PITCH;
     static constexpr int SMEM_ELEMENTS = (BLOCK_M + 2 * BLOCK_N) * PITCH;
-    static_assert(BLOCK_M == 16 * WARPS, "a warp owns 16 query rows");
+    static_assert(BLOCK_M == WARP_ROWS * WARPS && WARP_ROWS % 16 == 0, "warps own 16-row fragments");
     static_assert(HEAD_DIM % 16 == 0 && BLOCK_N % 16 == 0, "whole mma k-steps");
 };
 
@@ -216,70 +221,87 @@ __device__ __forceinline__ void copy_v(const smem_tiles<L, T> &s, const tile_att
 template <typename L> struct q_frags {
     uint32_t a[L::Q_IN_REGISTERS ? L::HEAD_DIM / 16 : 1][4];
 };
+// First row (within the block) of this warp's fragment f.
+template <typename L> __device__ __forceinline__ int fragment_row(int f) {
+    return threadIdx.x / 32 * L::WARP_ROWS + f * 16;
+}
 
 __device__ __forceinline__ int warp_id() { return threadIdx.x / 32; }
 __device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
 
-// A fragment of k-step kk of this warp's 16 query rows.
+// A fragment of k-step kk of this warp's query fragment f.
 template <typename L, typename T>
-__device__ __forceinline__ void q_fragment(uint32_t r[4], const T *q_smem, int kk) {
+__device__ __forceinline__ void q_fragment(uint32_t r[4], const T *q_smem, int f, int kk) {
     const int l = lane_id();
-    const int row = warp_id() * 16 + (l & 7) + ((l >> 3) & 1) * 8, chunk = kk * 2 + (l >> 4);
+    const int row = fragment_row<L>(f) + (l & 7) + ((l >> 3) & 1) * 8, chunk = kk * 2 + (l >> 4);
     ldmatrix_x4(r, q_smem + row * L::PITCH + chunk * 8);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void load_q_frags(q_frags<L> &q, const T *q_smem) {
     if constexpr (L::Q_IN_REGISTERS) {
 #pragma unroll
-        for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) q_fragment<L>(q.a[kk], q_smem, kk);
+        for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) q_fragment<L>(q.a[kk], q_smem, 0, kk);
     }
 }
 
-// Scores of the warp's rows against a key tile: [16, BLOCK_N] as N_TILES accumulators.
+// Scores of the warp's rows against a key tile: [WARP_ROWS, BLOCK_N] as MF x N_TILES
+// accumulators.
 template <typename L> struct scores {
-    float s[L::N_TILES][4];
+    float s[L::MF][L::N_TILES][4];
 };
 
 // Output accumulator and the running softmax statistics of the warp's two rows per thread
 // (rows g and g + 8): max of the raw scores and this thread's part of the sum of exp.
 template <typename L> struct state {
-    float o[L::D_TILES][4];
-    float m[2], l[2];
+    float o[L::MF][L::D_TILES][4];
+    float m[L::MF][2], l[L::MF][2];
 };
 template <typename L> __device__ __forceinline__ void state_init(state<L> &st) {
 #pragma unroll
-    for (int d = 0; d < L::D_TILES; d++)
+    for (int f = 0; f < L::MF; f++) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) st.o[d][e] = 0.0f;
-    st.m[0] = st.m[1] = -__builtin_huge_valf();
-    st.l[0] = st.l[1] = 0.0f;
+        for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st.o[f][d][e] = 0.0f;
+        st.m[f][0] = st.m[f][1] = -__builtin_huge_valf();
+        st.l[f][0] = st.l[f][1] = 0.0f;
+    }
 }
 
-// S = Q K^T for the key tile in shared memory.
+// S = Q K^T for the key tile in shared memory. Each key fragment read feeds the warp's MF
+// query fragments.
 template <typename L, typename T>
 __device__ __forceinline__ void qk(scores<L> &S, const q_frags<L> &q, const T *q_smem,
                                    const T *k_smem) {
 #pragma unroll
-    for (int j = 0; j < L::N_TILES; j++)
+    for (int f = 0; f < L::MF; f++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) S.s[j][e] = 0.0f;
+        for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) S.s[f][j][e] = 0.0f;
     const int l = lane_id();
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
-        uint32_t qa[4];
-        if constexpr (L::Q_IN_REGISTERS) {
+        uint32_t qa[L::MF][4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) qa[e] = q.a[kk][e];
-        } else {
-            q_fragment<L>(qa, q_smem, kk);
+        for (int f = 0; f < L::MF; f++) {
+            if constexpr (L::Q_IN_REGISTERS) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) qa[f][e] = q.a[kk][e];
+            } else {
+                q_fragment<L>(qa[f], q_smem, f, kk);
+            }
         }
 #pragma unroll
         for (int np = 0; np < L::N_TILES / 2; np++) {
             uint32_t b[4];
             const int row = np * 16 + (l & 7) + (l >> 4) * 8, chunk = kk * 2 + ((l >> 3) & 1);
             ldmatrix_x4(b, k_smem + row * L::PITCH + chunk * 8);
-            mma_type<T>::mma(S.s[2 * np], qa, b[0], b[1]);
-            mma_type<T>::mma(S.s[2 * np + 1], qa, b[2], b[3]);
+#pragma unroll
+            for (int f = 0; f < L::MF; f++) {
+                mma_type<T>::mma(S.s[f][2 * np], qa[f], b[0], b[1]);
+                mma_type<T>::mma(S.s[f][2 * np + 1], qa[f], b[2], b[3]);
+            }
         }
     }
 }
@@ -288,16 +310,19 @@ __device__ __forceinline__ void qk(scores<L> &S, const q_frags<L> &q, const T *q
 template <typename L>
 __device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, int32_t causal) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
-    const int32_t row0 = k.m0 + warp_id() * 16 + g;
 #pragma unroll
-    for (int j = 0; j < L::N_TILES; j++)
+    for (int f = 0; f < L::MF; f++) {
+        const int32_t row0 = k.m0 + fragment_row<L>(f) + g;
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int32_t key = n * L::BLOCK_N + j * 8 + 2 * t + (e & 1);
-            const int32_t row = row0 + (e >> 1) * 8;
-            const bool out = key >= k.seq_k || (causal && key > row + k.diagonal);
-            if (out) S.s[j][e] = -__builtin_huge_valf();
-        }
+        for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int32_t key = n * L::BLOCK_N + j * 8 + 2 * t + (e & 1);
+                const int32_t row = row0 + (e >> 1) * 8;
+                const bool out = key >= k.seq_k || (causal && key > row + k.diagonal);
+                if (out) S.s[f][j][e] = -__builtin_huge_valf();
+            }
+    }
 }
 
 // Online softmax: folds the tile's scores into the running max and sum, rescales the output
@@ -305,55 +330,65 @@ __device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, in
 template <typename L>
 __device__ __forceinline__ void online_softmax(state<L> &st, scores<L> &S, float scale_log2) {
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float mx = st.m[r];
+    for (int f = 0; f < L::MF; f++)
 #pragma unroll
-        for (int j = 0; j < L::N_TILES; j++) mx = fmaxf(mx, fmaxf(S.s[j][2 * r], S.s[j][2 * r + 1]));
-        // the 4 lanes of a row (t = 0..3) hold its columns
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // A row with every key masked so far keeps max -inf: exponents use 0 instead, so
-        // exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
-        const float base = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
-        const float alpha = exp2f_approx(st.m[r] * scale_log2 - base); // 0 when m was -inf
-        st.m[r] = mx;
-        float sum = 0.0f;
+        for (int r = 0; r < 2; r++) {
+            float mx = st.m[f][r];
 #pragma unroll
-        for (int j = 0; j < L::N_TILES; j++)
+            for (int j = 0; j < L::N_TILES; j++)
+                mx = fmaxf(mx, fmaxf(S.s[f][j][2 * r], S.s[f][j][2 * r + 1]));
+            // the 4 lanes of a row (t = 0..3) hold its columns
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            // A row with every key masked so far keeps max -inf: exponents use 0 instead, so
+            // exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
+            const float base = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
+            const float alpha = exp2f_approx(st.m[f][r] * scale_log2 - base); // 0 when m was -inf
+            st.m[f][r] = mx;
+            float sum = 0.0f;
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const float p = exp2f_approx(__fmaf_rn(S.s[j][2 * r + e], scale_log2, -base));
-                S.s[j][2 * r + e] = p;
-                sum += p;
+            for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const float p = exp2f_approx(__fmaf_rn(S.s[f][j][2 * r + e], scale_log2, -base));
+                    S.s[f][j][2 * r + e] = p;
+                    sum += p;
+                }
+            st.l[f][r] = st.l[f][r] * alpha + sum;
+#pragma unroll
+            for (int d = 0; d < L::D_TILES; d++) {
+                st.o[f][d][2 * r] *= alpha;
+                st.o[f][d][2 * r + 1] *= alpha;
             }
-        st.l[r] = st.l[r] * alpha + sum;
-#pragma unroll
-        for (int d = 0; d < L::D_TILES; d++) {
-            st.o[d][2 * r] *= alpha;
-            st.o[d][2 * r + 1] *= alpha;
         }
-    }
 }
 
 // O += P V for the value tile in shared memory; P (the accumulators of S) becomes the A
-// operand in registers, rounded to the storage type.
+// operand in registers, rounded to the storage type. Each value fragment read feeds the
+// warp's MF fragments.
 template <typename L, typename T>
 __device__ __forceinline__ void pv(state<L> &st, const scores<L> &P, const T *v_smem) {
     const int l = lane_id();
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
-        uint32_t pa[4];
-        pa[0] = mma_type<T>::pack(P.s[2 * kk][0], P.s[2 * kk][1]);
-        pa[1] = mma_type<T>::pack(P.s[2 * kk][2], P.s[2 * kk][3]);
-        pa[2] = mma_type<T>::pack(P.s[2 * kk + 1][0], P.s[2 * kk + 1][1]);
-        pa[3] = mma_type<T>::pack(P.s[2 * kk + 1][2], P.s[2 * kk + 1][3]);
+        uint32_t pa[L::MF][4];
+#pragma unroll
+        for (int f = 0; f < L::MF; f++) {
+            pa[f][0] = mma_type<T>::pack(P.s[f][2 * kk][0], P.s[f][2 * kk][1]);
+            pa[f][1] = mma_type<T>::pack(P.s[f][2 * kk][2], P.s[f][2 * kk][3]);
+            pa[f][2] = mma_type<T>::pack(P.s[f][2 * kk + 1][0], P.s[f][2 * kk + 1][1]);
+            pa[f][3] = mma_type<T>::pack(P.s[f][2 * kk + 1][2], P.s[f][2 * kk + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < L::D_TILES / 2; dp++) {
             uint32_t b[4];
             const int row = kk * 16 + (l & 7) + ((l >> 3) & 1) * 8, chunk = dp * 2 + (l >> 4);
             ldmatrix_x4_trans(b, v_smem + row * L::PITCH + chunk * 8);
-            mma_type<T>::mma(st.o[2 * dp], pa, b[0], b[1]);
-            mma_type<T>::mma(st.o[2 * dp + 1], pa, b[2], b[3]);
+#pragma unroll
+            for (int f = 0; f < L::MF; f++) {
+                mma_type<T>::mma(st.o[f][2 * dp], pa[f], b[0], b[1]);
+                mma_type<T>::mma(st.o[f][2 * dp + 1], pa[f], b[2], b[3]);
+            }
         }
     }
 }
@@ -364,31 +399,36 @@ __device__ __forceinline__ void pv(state<L> &st, const scores<L> &P, const T *v_
 template <typename L, typename T>
 __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const block &k,
                                       state<L> &st, T *q_smem) {
-    const int l = lane_id(), g = l >> 2, t = l & 3, w = warp_id();
-    float inv[2];
+    const int l = lane_id(), g = l >> 2, t = l & 3;
+    float inv[L::MF][2];
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float sum = st.l[r];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        inv[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
-        const int32_t row = k.m0 + w * 16 + g + r * 8;
-        if (a.lse && t == 0 && row < k.seq_q) {
-            const float lse = sum > 0.0f ? st.m[r] * a.scale + __logf(sum) : -__builtin_huge_valf();
-            a.lse[(a.cu_seqlens_q ? 0 : (int64_t)k.b * a.lse_batch) + (int64_t)k.h * a.lse_head +
-                  k.q_start + row] = lse;
-        }
-    }
-    __syncwarp(); // the warp's last reads of its Q rows (HEAD_DIM > 128) are done
-#pragma unroll
-    for (int d = 0; d < L::D_TILES; d++)
+    for (int f = 0; f < L::MF; f++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const uint32_t packed =
-                mma_type<T>::pack(st.o[d][2 * r] * inv[r], st.o[d][2 * r + 1] * inv[r]);
-            *reinterpret_cast<uint32_t *>(q_smem + (w * 16 + g + r * 8) * L::PITCH + d * 8 + 2 * t) =
-                packed;
+            float sum = st.l[f][r];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            inv[f][r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+            const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
+            if (a.lse && t == 0 && row < k.seq_q) {
+                const float lse =
+                    sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
+                a.lse[(a.cu_seqlens_q ? 0 : (int64_t)k.b * a.lse_batch) +
+                      (int64_t)k.h * a.lse_head + k.q_start + row] = lse;
+            }
         }
+    __syncwarp(); // the warp's last reads of its Q rows (Q not in registers) are done
+#pragma unroll
+    for (int f = 0; f < L::MF; f++)
+#pragma unroll
+        for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const uint32_t packed = mma_type<T>::pack(st.o[f][d][2 * r] * inv[f][r],
+                                                          st.o[f][d][2 * r + 1] * inv[f][r]);
+                *reinterpret_cast<uint32_t *>(q_smem + (fragment_row<L>(f) + g + r * 8) * L::PITCH +
+                                              d * 8 + 2 * t) = packed;
+            }
     __syncthreads();
     T *out = (T *)a.o + (a.cu_seqlens_q ? 0 : (int64_t)k.b * a.o_batch) + k.q_start * a.o_seq +
              (int64_t)k.h * a.o_head;
