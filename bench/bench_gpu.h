@@ -86,6 +86,18 @@ typedef struct bench_norm_check {
  * their count and the largest error in *max_err. */
 int64_t bench_check_norm_row(const bench_norm_check *c, const char *label, double *max_err);
 
+/* One query row of attention to check: o = softmax(scale * q K^T) V over the first `keys` keys
+ * (those the row sees: all of them, or up to the causal diagonal; 0 keys: o must be 0). q and o
+ * are head_dim elements, key/value j is at k + j * ld_k, v + j * ld_v (elements); all in dtype
+ * storage, as the GPU saw them (q, k, v) and wrote them (o). Compared with the float64 result
+ * within |err| <= atol + rtol * |want|: rtol one rounding of o to dtype, atol the rounding of
+ * the probabilities to dtype before the P V product (fp16 2e-3, bf16 1.6e-2). Prints up to 5
+ * mismatches under `label`; returns their count and the largest error in *max_err. */
+int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t keys, double scale,
+                                  const void *q, const void *k, int64_t ld_k, const void *v,
+                                  int64_t ld_v, const void *o, const char *label,
+                                  double *max_err);
+
 #ifdef __cplusplus
 }
 
@@ -184,11 +196,13 @@ bool bench_launch_each(benchmark::State &state, int copies, Launch &&launch) {
 // on set k = 0, 1, ..., copies - 1, 0, ...; KeepRunningBatch counts each batch as `batch`
 // iterations and SetIterationTime gives the batch's time, so Time is per launch while
 // --benchmark_min_time stays wall time. Then the counters: bytes_per_second and GB/s over
-// `traffic` bytes per launch, frac_copy, batch, copies; and the label. Returns false (the
+// `traffic` bytes per launch, frac_copy, batch, copies; TFLOP/s over `flops` per launch where
+// flops > 0 (0: a memory-bound op, no such counter); and the label. Returns false (the
 // benchmark shows the error) when a launch failed.
 template <class Launch>
 bool bench_timed_loop(benchmark::State &state, int batch, int copies, double traffic,
-                      double copy_gbps, const std::string &label, Launch &&launch) {
+                      double flops, double copy_gbps, const std::string &label,
+                      Launch &&launch) {
     double seconds = 0;  // GPU time of the launches timed, summed
     uint64_t next = 0;
     while (state.KeepRunningBatch(batch)) {
@@ -209,6 +223,7 @@ bool bench_timed_loop(benchmark::State &state, int batch, int copies, double tra
     const double gbs = seconds > 0 ? traffic * iters / seconds / 1e9 : 0;
     state.counters["GB/s"] = gbs;
     state.counters["frac_copy"] = copy_gbps > 0 ? gbs / copy_gbps : 0;
+    if (flops > 0) state.counters["TFLOP/s"] = seconds > 0 ? flops * iters / seconds / 1e12 : 0;
     state.counters["batch"] = batch;
     state.counters["copies"] = copies;
     state.SetLabel(label);

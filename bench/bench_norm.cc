@@ -330,7 +330,8 @@ void bm_norm(benchmark::State &state, tile_dtype dtype, Shape shape, Op op) {
         state.SkipWithError((label + ": " + why).c_str());
         return;
     }
-    if (!bench_timed_loop(state, batch, copies, traffic, g.copy_gbps, label, run)) g.failed = true;
+    if (!bench_timed_loop(state, batch, copies, traffic, 0, g.copy_gbps, label, run))
+        g.failed = true;
 }
 
 void print_help() {

@@ -181,7 +181,7 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
         return;
     }
 
-    if (!bench_timed_loop(state, batch, b.copies, traffic, g.copy_gbps, label, launch))
+    if (!bench_timed_loop(state, batch, b.copies, traffic, 0, g.copy_gbps, label, launch))
         g.failed = true;
 }
 
