@@ -243,7 +243,8 @@ void bm_attention(benchmark::State &state, tile_dtype dtype, AttnShape shape, bo
         const tile_status s = tile_flash_attention_explain(&args[0], 0, &d);
         if (s != TILE_STATUS_SUCCESS) {
             g.failed = true;
-            state.SkipWithError(("tile_flash_attention_explain: " + bench_status_message(s)).c_str());
+            const std::string msg = "tile_flash_attention_explain: " + bench_status_message(s);
+            state.SkipWithError(msg.c_str());
             return;
         }
         label = bench_variant_name(d.variant);
@@ -346,34 +347,10 @@ int main(int argc, char **argv) {
         }
     }
 
-    tile_variant_info forced{};
-    forced.struct_size = sizeof forced;
-    if (variant && *variant) {
-        g.forced = tile_variant_find(variant);
-        if (g.forced < 0 || tile_variant_get(g.forced, &forced) != TILE_STATUS_SUCCESS ||
-            std::strcmp(forced.op, "attention")) {
-            std::fprintf(stderr, "bench_attention: no attention variant '%s' (see `fusedops "
-                         "list`)\n", variant);
-            return 2;
-        }
-        g.forced_name = forced.name;
-    }
-
-    const char *why = "";
-    if (bench_gpu_open(&g.gpu, &why) != 0) {
-        std::printf("SKIP: no GPU: %s\n", why);
-        return 77;  // ctest SKIP_RETURN_CODE
-    }
-    if (g.forced >= 0 && (g.gpu.arch < forced.arch_min ||
-                          (forced.arch_max && g.gpu.arch > forced.arch_max))) {
-        std::fprintf(stderr, "bench_attention: %s runs on sm_%d..%s; this GPU is sm_%d\n",
-                     forced.name, forced.arch_min,
-                     forced.arch_max ? std::to_string(forced.arch_max).c_str() : "", g.gpu.arch);
-        return 1;
-    }
-    size_t copy_bytes = 0;
-    g.copy_gbps = bench_copy_gbps(&copy_bytes);
-    bench_add_context(g.gpu, g.copy_gbps, copy_bytes, g.forced_name);
+    tile_variant_info forced;
+    const int exit_code = bench_start("bench_attention", "attention", variant, &g.gpu, &g.copy_gbps,
+                                      &g.forced, &forced, &g.forced_name);
+    if (exit_code >= 0) return exit_code;
     benchmark::AddCustomContext("attention_flops",
                                 "4*batch*heads_q*seqlen_q*seqlen_k*head_dim, halved for causal");
 

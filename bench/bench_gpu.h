@@ -259,6 +259,47 @@ inline void bench_add_context(const bench_gpu_info &gpu, double copy_gbps, size_
                                 forced_variant.empty() ? "none" : forced_variant);
 }
 
+// What every suite's main does after parsing its own options, before registering benchmarks:
+// looks up the forced variant `variant` (NULL or "": none; else a variant of op `op`) into
+// *forced (its index, -1 for none), *info and *forced_name; opens the GPU into *gpu; checks the
+// forced variant's arch range; measures the copy ceiling into *copy_gbps; writes the JSON
+// context (bench_add_context). Returns -1 to go on, or the exit code for main to return: 2 no
+// such variant of `op`, 77 no GPU (after printing "SKIP: no GPU: why"), 1 a forced variant
+// that does not run on this GPU's architecture. `suite` prefixes the messages.
+inline int bench_start(const char *suite, const char *op, const char *variant,
+                       bench_gpu_info *gpu, double *copy_gbps, int32_t *forced,
+                       tile_variant_info *info, std::string *forced_name) {
+    *info = tile_variant_info{};
+    info->struct_size = sizeof *info;
+    *forced = -1;
+    if (variant && *variant) {
+        *forced = tile_variant_find(variant);
+        if (*forced < 0 || tile_variant_get(*forced, info) != TILE_STATUS_SUCCESS ||
+            std::strcmp(info->op, op)) {
+            std::fprintf(stderr, "%s: no %s variant '%s' (see `fusedops list`)\n", suite, op,
+                         variant);
+            return 2;
+        }
+        *forced_name = info->name;
+    }
+    const char *why = "";
+    if (bench_gpu_open(gpu, &why) != 0) {
+        std::printf("SKIP: no GPU: %s\n", why);
+        return 77;  // ctest SKIP_RETURN_CODE
+    }
+    if (*forced >= 0 &&
+        (gpu->arch < info->arch_min || (info->arch_max && gpu->arch > info->arch_max))) {
+        std::fprintf(stderr, "%s: %s runs on sm_%d..%s; this GPU is sm_%d\n", suite, info->name,
+                     info->arch_min, info->arch_max ? std::to_string(info->arch_max).c_str() : "",
+                     gpu->arch);
+        return 1;
+    }
+    size_t copy_bytes = 0;
+    *copy_gbps = bench_copy_gbps(&copy_bytes);
+    bench_add_context(*gpu, *copy_gbps, copy_bytes, *forced_name);
+    return -1;
+}
+
 #endif  // __cplusplus
 
 #endif
