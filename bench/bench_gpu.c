@@ -215,3 +215,44 @@ int64_t bench_check_norm_row(const bench_norm_check *c, const char *label, doubl
     free(y_want);
     return bad;
 }
+
+int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t keys, double scale,
+                                  const void *q, const void *k, int64_t ld_k, const void *v,
+                                  int64_t ld_v, const void *o, const char *label,
+                                  double *max_err) {
+    const size_t d = (size_t)head_dim, elem = support_dtype_size(dtype);
+    float *qf = bench_malloc(d * sizeof *qf), *row = bench_malloc(d * sizeof *row);
+    float *got = bench_malloc(d * sizeof *got);
+    double *want = bench_malloc(d * sizeof *want);
+    double *score = bench_malloc((keys > 0 ? (size_t)keys : 1) * sizeof *score);
+    support_unpack(dtype, qf, q, d);
+    support_unpack(dtype, got, o, d);
+    double top = -INFINITY;
+    for (int64_t j = 0; j < keys; j++) {
+        support_unpack(dtype, row, (const unsigned char *)k + (size_t)(j * ld_k) * elem, d);
+        double dot = 0;
+        for (size_t c = 0; c < d; c++) dot += (double)qf[c] * (double)row[c];
+        score[j] = scale * dot;
+        if (score[j] > top) top = score[j];
+    }
+    double sum = 0;
+    for (size_t c = 0; c < d; c++) want[c] = 0;
+    for (int64_t j = 0; j < keys; j++) {
+        const double p = exp(score[j] - top);
+        sum += p;
+        support_unpack(dtype, row, (const unsigned char *)v + (size_t)(j * ld_v) * elem, d);
+        for (size_t c = 0; c < d; c++) want[c] += p * (double)row[c];
+    }
+    for (size_t c = 0; c < d; c++) want[c] = sum > 0 ? want[c] / sum : 0.0; /* no key: 0 */
+    double atol, rtol;
+    support_tolerance(dtype, 0, &atol, &rtol);
+    atol = dtype == TILE_DTYPE_BF16 ? 1.6e-2 : 2e-3;
+    const int64_t bad = support_compare(label, got, head_dim, want, 1, head_dim, atol, rtol,
+                                        max_err);
+    free(qf);
+    free(row);
+    free(got);
+    free(want);
+    free(score);
+    return bad;
+}

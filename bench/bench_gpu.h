@@ -86,6 +86,18 @@ typedef struct bench_norm_check {
  * their count and the largest error in *max_err. */
 int64_t bench_check_norm_row(const bench_norm_check *c, const char *label, double *max_err);
 
+/* One query row of attention to check: o = softmax(scale * q K^T) V over the first `keys` keys
+ * (those the row sees: all of them, or up to the causal diagonal; 0 keys: o must be 0). q and o
+ * are head_dim elements, key/value j is at k + j * ld_k, v + j * ld_v (elements); all in dtype
+ * storage, as the GPU saw them (q, k, v) and wrote them (o). Compared with the float64 result
+ * within |err| <= atol + rtol * |want|: rtol one rounding of o to dtype, atol the rounding of
+ * the probabilities to dtype before the P V product (fp16 2e-3, bf16 1.6e-2). Prints up to 5
+ * mismatches under `label`; returns their count and the largest error in *max_err. */
+int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t keys, double scale,
+                                  const void *q, const void *k, int64_t ld_k, const void *v,
+                                  int64_t ld_v, const void *o, const char *label,
+                                  double *max_err);
+
 #ifdef __cplusplus
 }
 
@@ -184,11 +196,13 @@ bool bench_launch_each(benchmark::State &state, int copies, Launch &&launch) {
 // on set k = 0, 1, ..., copies - 1, 0, ...; KeepRunningBatch counts each batch as `batch`
 // iterations and SetIterationTime gives the batch's time, so Time is per launch while
 // --benchmark_min_time stays wall time. Then the counters: bytes_per_second and GB/s over
-// `traffic` bytes per launch, frac_copy, batch, copies; and the label. Returns false (the
+// `traffic` bytes per launch, frac_copy, batch, copies; TFLOP/s over `flops` per launch where
+// flops > 0 (0: a memory-bound op, no such counter); and the label. Returns false (the
 // benchmark shows the error) when a launch failed.
 template <class Launch>
 bool bench_timed_loop(benchmark::State &state, int batch, int copies, double traffic,
-                      double copy_gbps, const std::string &label, Launch &&launch) {
+                      double flops, double copy_gbps, const std::string &label,
+                      Launch &&launch) {
     double seconds = 0;  // GPU time of the launches timed, summed
     uint64_t next = 0;
     while (state.KeepRunningBatch(batch)) {
@@ -209,6 +223,7 @@ bool bench_timed_loop(benchmark::State &state, int batch, int copies, double tra
     const double gbs = seconds > 0 ? traffic * iters / seconds / 1e9 : 0;
     state.counters["GB/s"] = gbs;
     state.counters["frac_copy"] = copy_gbps > 0 ? gbs / copy_gbps : 0;
+    if (flops > 0) state.counters["TFLOP/s"] = seconds > 0 ? flops * iters / seconds / 1e12 : 0;
     state.counters["batch"] = batch;
     state.counters["copies"] = copies;
     state.SetLabel(label);
@@ -242,6 +257,47 @@ inline void bench_add_context(const bench_gpu_info &gpu, double copy_gbps, size_
     benchmark::AddCustomContext("libfusedops_variants", std::to_string(tile_variant_count()));
     benchmark::AddCustomContext("forced_variant",
                                 forced_variant.empty() ? "none" : forced_variant);
+}
+
+// What every suite's main does after parsing its own options, before registering benchmarks:
+// looks up the forced variant `variant` (NULL or "": none; else a variant of op `op`) into
+// *forced (its index, -1 for none), *info and *forced_name; opens the GPU into *gpu; checks the
+// forced variant's arch range; measures the copy ceiling into *copy_gbps; writes the JSON
+// context (bench_add_context). Returns -1 to go on, or the exit code for main to return: 2 no
+// such variant of `op`, 77 no GPU (after printing "SKIP: no GPU: why"), 1 a forced variant
+// that does not run on this GPU's architecture. `suite` prefixes the messages.
+inline int bench_start(const char *suite, const char *op, const char *variant,
+                       bench_gpu_info *gpu, double *copy_gbps, int32_t *forced,
+                       tile_variant_info *info, std::string *forced_name) {
+    *info = tile_variant_info{};
+    info->struct_size = sizeof *info;
+    *forced = -1;
+    if (variant && *variant) {
+        *forced = tile_variant_find(variant);
+        if (*forced < 0 || tile_variant_get(*forced, info) != TILE_STATUS_SUCCESS ||
+            std::strcmp(info->op, op)) {
+            std::fprintf(stderr, "%s: no %s variant '%s' (see `fusedops list`)\n", suite, op,
+                         variant);
+            return 2;
+        }
+        *forced_name = info->name;
+    }
+    const char *why = "";
+    if (bench_gpu_open(gpu, &why) != 0) {
+        std::printf("SKIP: no GPU: %s\n", why);
+        return 77;  // ctest SKIP_RETURN_CODE
+    }
+    if (*forced >= 0 &&
+        (gpu->arch < info->arch_min || (info->arch_max && gpu->arch > info->arch_max))) {
+        std::fprintf(stderr, "%s: %s runs on sm_%d..%s; this GPU is sm_%d\n", suite, info->name,
+                     info->arch_min, info->arch_max ? std::to_string(info->arch_max).c_str() : "",
+                     gpu->arch);
+        return 1;
+    }
+    size_t copy_bytes = 0;
+    *copy_gbps = bench_copy_gbps(&copy_bytes);
+    bench_add_context(*gpu, *copy_gbps, copy_bytes, *forced_name);
+    return -1;
 }
 
 #endif  // __cplusplus

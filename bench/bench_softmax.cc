@@ -181,7 +181,7 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
         return;
     }
 
-    if (!bench_timed_loop(state, batch, b.copies, traffic, g.copy_gbps, label, launch))
+    if (!bench_timed_loop(state, batch, b.copies, traffic, 0, g.copy_gbps, label, launch))
         g.failed = true;
 }
 
@@ -213,34 +213,10 @@ int main(int argc, char **argv) {
         }
         log_shapes = shapes;
     }
-    tile_variant_info forced{};
-    forced.struct_size = sizeof forced;
-    if (variant && *variant) {
-        g.forced = tile_variant_find(variant);
-        if (g.forced < 0 || tile_variant_get(g.forced, &forced) != TILE_STATUS_SUCCESS ||
-            std::strcmp(forced.op, "softmax")) {
-            std::fprintf(stderr, "bench_softmax: no softmax variant '%s' (see `fusedops list`)\n",
-                         variant);
-            return 2;
-        }
-        g.forced_name = forced.name;
-    }
-
-    const char *why = "";
-    if (bench_gpu_open(&g.gpu, &why) != 0) {
-        std::printf("SKIP: no GPU: %s\n", why);
-        return 77;  // ctest SKIP_RETURN_CODE
-    }
-    if (g.forced >= 0 && (g.gpu.arch < forced.arch_min ||
-                          (forced.arch_max && g.gpu.arch > forced.arch_max))) {
-        std::fprintf(stderr, "bench_softmax: %s runs on sm_%d..%s; this GPU is sm_%d\n",
-                     forced.name, forced.arch_min,
-                     forced.arch_max ? std::to_string(forced.arch_max).c_str() : "", g.gpu.arch);
-        return 1;
-    }
-    size_t copy_bytes = 0;
-    g.copy_gbps = bench_copy_gbps(&copy_bytes);
-    bench_add_context(g.gpu, g.copy_gbps, copy_bytes, g.forced_name);
+    tile_variant_info forced;
+    const int exit_code = bench_start("bench_softmax", "softmax", variant, &g.gpu, &g.copy_gbps,
+                                      &g.forced, &forced, &g.forced_name);
+    if (exit_code >= 0) return exit_code;
 
     // dtype, then shape, then op: benchmarks of one dtype and shape share their buffers.
     for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""libfusedops softmax and norms beside their peers, on one GPU, in one run.
+"""libfusedops softmax, norms and flash attention beside their peers, on one GPU, in one run.
 
-Ops (--ops, default all but log_softmax):
+Ops (--ops, default all but log_softmax and attention):
   softmax, log_softmax    y = softmax(x) over rows
   layernorm               y = LayerNorm(x) * weight + bias                  (eps 1e-5)
   rmsnorm                 y = RMSNorm(x) * weight                           (eps 1e-5)
   residual_dropout        y = residual + dropout(x + bias, p = 0.1)
   residual_dropout_norm   s = residual + dropout(x + bias, p = 0.1), y = LayerNorm(s) * weight
                           + norm_bias; both written
+  attention               o = softmax(q k^T / sqrt(d) [causal mask]) v, BSHD, f16/bf16
+                          (--ops attention: its own providers, checks and table; see below)
 
 Providers, per op, shape and dtype:
   ours     tile_softmax, tile_log_softmax, tile_layernorm, tile_rmsnorm, tile_residual_dropout,
@@ -38,11 +40,27 @@ ours fails the run (exit 1). Dropout draws different random numbers in every pro
 dropout ops are checked in two ways: at p = 0 against the exact sum (ours and torch eager), and
 at the timed p = 0.1 element by element: each element must be either dropped (residual) or
 kept ((x + b) / (1 - p) + residual), and the kept fraction within 0.01 of 1 - p; y of
-residual_dropout_norm against the norm of the provider's own s. Usage:
+residual_dropout_norm against the norm of the provider's own s.
+
+Attention (--ops attention) compares tile_flash_attention (ctypes, BSHD tensors [b, s, h, d],
+their strides in tile_flash_attention_args) with torch.nn.functional.scaled_dot_product_attention
+on the same tensors seen as [b, h, s, d] through .transpose(1, 2) (views, no copies; GQA through
+enable_gqa=True), under each SDPA backend alone (torch.nn.attention.sdpa_kernel with
+FLASH_ATTENTION, CUDNN_ATTENTION, EFFICIENT_ATTENTION; a backend that raises for a case is
+skipped and the reason printed). Shapes (b, h, s, d): (16,16,1024,64), (8,16,2048,128),
+(4,16,4096,128), (2,16,8192,128), (1,16,16384,128), and GQA (4, 32 q heads, 8 kv heads, 4096,
+128), each full and causal, bf16; fp16 on (8,16,2048,128). Inputs: q, k uniform in [-2, 2),
+v in [-1, 1). TFLOP/s counts 4*b*h*s_q*s_k*d (halved for causal); vs best = the fastest
+backend's time / ours, vs flash = FLASH_ATTENTION's / ours. Checks: every provider's output on
+32 query rows (16 of the first and of the last (batch, head)) against float64, and ours against
+SDPA's whole output (FLASH_ATTENTION's, else the first backend that ran); ours fails the run
+(exit 1) above a max abs error of 2e-2 in bf16, 5e-3 in fp16. Usage:
 
   python3 bench/vs_torch.py [--lib build/libfusedops.so] [--out DIR] [--json PATH]
                             [--dtypes bf16,f32] [--ops softmax,layernorm,...] [--shapes RxC,...]
-                            [--variant NAME] [--no-compile] [--no-triton] [--reps N]
+                            [--attn-shapes BxHxSxD[xKV],...] [--variant NAME] [--no-compile]
+                            [--no-triton] [--reps N]
+  python3 bench/vs_torch.py --ops attention      # attention only
 """
 import argparse
 import ctypes
@@ -78,9 +96,27 @@ NORM_SHAPES = [
     (4096, 1024), (8192, 2048), (4096, 4096), (8192, 8192),
     (32768, 4096), (1024, 16384), (1024, 65536),
 ]
+# (batch, query heads, seqlen, head_dim, key/value heads); keep in step with kShapes and
+# kF16Shape in bench/bench_attention.cc.
+ATTENTION_SHAPES = [
+    (16, 16, 1024, 64, 16), (8, 16, 2048, 128, 16), (4, 16, 4096, 128, 16),
+    (2, 16, 8192, 128, 16), (1, 16, 16384, 128, 16),
+    (4, 32, 4096, 128, 8),  # GQA: 4 query heads per key/value head
+]
+ATTENTION_F16_SHAPE = (8, 16, 2048, 128, 16)
+ATTENTION_TOL = {"bf16": 2e-2, "f16": 5e-3}  # max abs error of o, against float64 and SDPA
+ATTENTION_REPS = 10
+SDPA_BACKENDS = ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")
 SOFTMAX_OPS = ("softmax", "log_softmax")
 NORM_OPS = ("layernorm", "rmsnorm", "residual_dropout", "residual_dropout_norm")
-DEFAULT_OPS = ("softmax",) + NORM_OPS
+ATTENTION_OPS = ("attention",)
+DEFAULT_OPS = ("softmax",) + NORM_OPS  # attention only when asked for (--ops attention)
+ALL_OPS = SOFTMAX_OPS + NORM_OPS + ATTENTION_OPS
+
+
+def family(op):
+    """The variant family (tile_variant_info.op) behind an op of this script."""
+    return "softmax" if op in SOFTMAX_OPS else "norm" if op in NORM_OPS else "attention"
 # op: (tile_norm_kind, reads residual (and bias, dropout), writes s, weight, norm_bias)
 NORM_INFO = {
     "layernorm": (1, False, False, True, True),
@@ -112,33 +148,11 @@ def log(msg=""):
 
 
 # ----------------------------------------------------------------------------- libfusedops
-class Decision(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("variant", ctypes.c_int32),
-                ("rule", ctypes.c_int), ("eligible", ctypes.c_int32), ("arch", ctypes.c_int32),
-                ("reason", ctypes.c_char * 256)]
-
-
-class VariantInfo(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("name", ctypes.c_char_p),
-                ("op", ctypes.c_char_p), ("dtype", ctypes.c_int), ("arch_min", ctypes.c_int32),
-                ("arch_max", ctypes.c_int32), ("threads", ctypes.c_int32),
-                ("cluster", ctypes.c_int32), ("smem_bytes", ctypes.c_int32),
-                ("max_cols", ctypes.c_int64), ("align_bytes", ctypes.c_int32),
-                ("params", ctypes.c_char_p)]
-
-
-class AddNormArgs(ctypes.Structure):
-    """tile_add_norm_args (include/fusedops.h), field for field."""
-    _fields_ = [("struct_size", ctypes.c_size_t), ("dtype", ctypes.c_int), ("norm", ctypes.c_int),
-                ("rows", ctypes.c_int64), ("cols", ctypes.c_int64),
-                ("y", ctypes.c_void_p), ("ld_y", ctypes.c_int64),
-                ("s", ctypes.c_void_p), ("ld_s", ctypes.c_int64),
-                ("x", ctypes.c_void_p), ("ld_x", ctypes.c_int64),
-                ("residual", ctypes.c_void_p), ("ld_residual", ctypes.c_int64),
-                ("bias", ctypes.c_void_p), ("weight", ctypes.c_void_p),
-                ("norm_bias", ctypes.c_void_p), ("eps", ctypes.c_float), ("p", ctypes.c_float),
-                ("seed", ctypes.c_uint64), ("offset", ctypes.c_uint64),
-                ("mask", ctypes.c_void_p), ("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p)]
+# The ctypes mirrors of the public structs live in the Python package (checked against the C
+# layout by the host test test_ctypes_layout); _lib imports only the standard library.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from fusedops._lib import (AddNormArgs, Decision, FlashAttentionArgs,  # noqa: E402
+                           VariantInfo, set_strides)
 
 
 class FusedOps:
@@ -164,8 +178,12 @@ class FusedOps:
             "tile_add_norm_variant": [i32, args_p, vp],
             "tile_norm_explain": [ctypes.c_int, i64, i64, i64, i64, i32, i32,
                                   ctypes.POINTER(Decision)],
+            "tile_flash_attention": [ctypes.POINTER(FlashAttentionArgs), vp],
+            "tile_flash_attention_variant": [i32, ctypes.POINTER(FlashAttentionArgs), vp],
+            "tile_flash_attention_explain": [ctypes.POINTER(FlashAttentionArgs), i32,
+                                             ctypes.POINTER(Decision)],
         }
-        for name, argtypes in norm_fns.items():
+        for name, argtypes in norm_fns.items():  # and attention
             f = getattr(so, name, None)
             if f is not None:
                 f.argtypes = argtypes
@@ -182,7 +200,7 @@ class FusedOps:
         so.tile_version.restype = i32
         self.so = so
         self.forced = -1
-        self.forced_op = None  # "softmax" or "norm": the family of the forced variant
+        self.forced_op = None  # "softmax", "norm" or "attention": the forced variant's family
 
     def error(self, status):
         return (f"{self.so.tile_status_string(status).decode()}: "
@@ -223,6 +241,36 @@ class FusedOps:
 
             def launch(y, x, stream):
                 s = fn(tdtype, y, x, rows, cols, cols, cols, stream)
+                if s:
+                    raise RuntimeError(self.error(s))
+        return launch
+
+    def attention_explain(self, args):
+        """The variant tile_flash_attention would run for args (a FlashAttentionArgs)."""
+        if self.forced >= 0:
+            return self.variant(self.forced).name.decode() + " (forced)"
+        d = Decision(struct_size=ctypes.sizeof(Decision))
+        s = self.so.tile_flash_attention_explain(ctypes.byref(args), 0, ctypes.byref(d))
+        if s != 0:
+            raise RuntimeError("tile_flash_attention_explain: " + self.error(s))
+        return self.variant(d.variant).name.decode()
+
+    def attention_launcher(self, structs, stream):
+        """A function launch(i) running tile_flash_attention (or the forced variant) on
+        structs[i] (FlashAttentionArgs, kept alive by the caller)."""
+        refs = [ctypes.byref(a) for a in structs]
+        if self.forced >= 0:
+            fn, forced = self.so.tile_flash_attention_variant, self.forced
+
+            def launch(i):
+                s = fn(forced, refs[i], stream)
+                if s:
+                    raise RuntimeError(self.error(s))
+        else:
+            fn = self.so.tile_flash_attention
+
+            def launch(i):
+                s = fn(refs[i], stream)
                 if s:
                     raise RuntimeError(self.error(s))
         return launch
@@ -688,11 +736,19 @@ def make_case(op, dtype_name, rows, cols):
 
 
 # ----------------------------------------------------------------------------- one case
+def rotation(set_bytes, traffic, l2_bytes):
+    """(copies, batch), as bench_gpu.h's bench_rotation_copies and bench_batch_size: buffer sets
+    holding at least max(256 MiB, 3 x L2) in all (at most MAX_COPIES), and launches per timed
+    batch moving about 4 GB (2 to MAX_BATCH)."""
+    target = max(256 << 20, 3 * l2_bytes)
+    copies = min(MAX_COPIES, max(1, math.ceil(target / set_bytes)))
+    batch = min(MAX_BATCH, max(2, math.ceil(4e9 / traffic)))
+    return copies, batch
+
+
 def run_case(args, lib, timer, ceiling, l2_bytes, case):
     rows, cols, traffic = case.rows, case.cols, case.traffic
-    target = max(256 << 20, 3 * l2_bytes)
-    copies = min(MAX_COPIES, max(1, math.ceil(target / case.set_bytes)))
-    batch = min(MAX_BATCH, max(2, math.ceil(4e9 / traffic)))
+    copies, batch = rotation(case.set_bytes, traffic, l2_bytes)
     case.setup(copies)
     sync = torch.cuda.synchronize
 
@@ -819,6 +875,245 @@ def run_case(args, lib, timer, ceiling, l2_bytes, case):
     return res
 
 
+# ----------------------------------------------------------------------------- attention
+class AttentionCase:
+    """Flash attention forward of one dtype, shape and mask, BSHD: q and o [b, s, h, d], k and
+    v [b, s, kv, d], contiguous; SDPA sees the same tensors as [b, h, s, d] through
+    .transpose(1, 2) (views: no copies)."""
+
+    def __init__(self, dtype_name, shape, causal):
+        self.dtype_name, self.causal = dtype_name, causal
+        self.b, self.h, self.s, self.d, self.kv = shape
+        self.tdtype, self.tdt, elem = DTYPES[dtype_name]
+        b, h, s, d, kv = shape
+        self.flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+        self.set_bytes = (2 * b * s * h * d + 2 * b * s * kv * d) * elem  # q, o, k, v
+        self.tol = ATTENTION_TOL[dtype_name]
+
+    def name(self):
+        return attention_shape_name((self.b, self.h, self.s, self.d, self.kv))
+
+    def setup(self, copies):
+        b, h, s, d, kv = self.b, self.h, self.s, self.d, self.kv
+        gen = torch.Generator(device=DEVICE).manual_seed(b * 7919 + h * 131 + s + d + kv)
+
+        def uniform(shape, lo, hi):
+            return torch.empty(shape, dtype=self.tdt, device=DEVICE).uniform_(lo, hi, generator=gen)
+        # As bench_attention.cc: q, k in [-2, 2) (scaled scores of standard deviation about
+        # 1.3), v in [-1, 1); never zeros.
+        self.qs = [uniform((b, s, h, d), -2, 2) for _ in range(copies)]
+        self.ks = [uniform((b, s, kv, d), -2, 2) for _ in range(copies)]
+        self.vs = [uniform((b, s, kv, d), -1, 1) for _ in range(copies)]
+        self.os = [torch.empty_like(q) for q in self.qs]
+
+    def release(self):
+        del self.qs, self.ks, self.vs, self.os
+
+    def args(self, i):
+        """FlashAttentionArgs of set i (the tensors' own strides, in elements)."""
+        a = FlashAttentionArgs(
+            struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=self.tdtype, batch=self.b,
+            heads_q=self.h, heads_kv=self.kv, head_dim=self.d, causal=int(self.causal),
+            seqlen_q=self.s, seqlen_k=self.s, scale=0.0, o=self.os[i].data_ptr(),
+            q=self.qs[i].data_ptr(), k=self.ks[i].data_ptr(), v=self.vs[i].data_ptr())
+        for name, t in (("q", self.qs[i]), ("k", self.ks[i]), ("v", self.vs[i]),
+                        ("o", self.os[i])):
+            set_strides(a, name, t)
+        return a
+
+    def sdpa(self, i):
+        """F.scaled_dot_product_attention on set i: [b, h, s, d] out (a new tensor)."""
+        extra = {"enable_gqa": True} if self.kv != self.h else {}
+        return torch.nn.functional.scaled_dot_product_attention(
+            self.qs[i].transpose(1, 2), self.ks[i].transpose(1, 2), self.vs[i].transpose(1, 2),
+            is_causal=self.causal, **extra)
+
+    def reference_rows(self):
+        """[(batch, head, rows, want)]: float64 outputs of a few query rows of set 0 (the first
+        and last (batch, head), 16 rows each spread over the sequence, first and last included),
+        from the inputs as stored. seqlen_q == seqlen_k, so causal row i sees keys 0..i."""
+        q, k, v, s, d = self.qs[0], self.ks[0], self.vs[0], self.s, self.d
+        rows = torch.unique(torch.linspace(0, s - 1, 16, device=DEVICE).round().long())
+        out = []
+        for bi, hi in ((0, 0), (self.b - 1, self.h - 1)):
+            g = hi // (self.h // self.kv)
+            scores = (q[bi, rows, hi].double() @ k[bi, :, g].double().T) * d ** -0.5
+            if self.causal:
+                j = torch.arange(s, device=DEVICE)[None, :]
+                scores = scores.masked_fill(j > rows[:, None], float("-inf"))
+            want = torch.softmax(scores, -1) @ v[bi, :, g].double()
+            out.append((bi, hi, rows, want))
+        return out
+
+
+def attention_shape_name(shape):
+    b, h, s, d, kv = shape
+    return f"{b}x{h}x{s}x{d}" + (f"_kv{kv}" if kv != h else "")
+
+
+def parse_attention_shapes(text):
+    """"BxHxSxD[xKV],..." (batch, query heads, seqlen, head_dim, key/value heads = H if not
+    given), as bench_attention's --shapes."""
+    shapes = []
+    for item in text.split(","):
+        v = [int(x) for x in item.lower().split("x")]
+        if len(v) == 4:
+            v.append(v[1])
+        if len(v) != 5 or min(v) < 1 or v[1] % v[4]:
+            raise ValueError(f"attention shape {item!r}: BxHxSxD[xKV], H a multiple of KV")
+        shapes.append(tuple(v))
+    return shapes
+
+
+def attention_cases(args, forced):
+    """[(dtype name, shape, causal)] in run order: the built-in list (bf16 on every shape, f16
+    on one) or --attn-shapes, in --dtypes where given (f16 and bf16 only); each full, then
+    causal. A forced variant keeps only its dtype and the heads it takes."""
+    if args.attn_shapes:
+        shapes = parse_attention_shapes(args.attn_shapes)
+    else:
+        shapes = ATTENTION_SHAPES
+    if args.dtypes:
+        dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip() in ATTENTION_TOL]
+        pairs = [(dt, sh) for dt in dtypes for sh in shapes]
+    elif args.attn_shapes:
+        pairs = [("bf16", sh) for sh in shapes]
+    else:
+        pairs = [("bf16", sh) for sh in shapes] + [("f16", ATTENTION_F16_SHAPE)]
+    if forced is not None:
+        pairs = [(dt, sh) for dt, sh in pairs if DTYPES[dt][0] == forced.dtype and
+                 (not forced.max_cols or sh[3] <= forced.max_cols)]
+    return [(dt, sh, causal) for dt, sh in pairs for causal in (False, True)]
+
+
+def run_attention_case(lib, timer, l2_bytes, case):
+    """Times ours and F.scaled_dot_product_attention under each SDPA backend alone, on the same
+    rotated inputs; checks every output against float64 rows and ours against SDPA's."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    copies, batch = rotation(case.set_bytes, case.set_bytes, l2_bytes)
+    case.setup(copies)
+    sync = torch.cuda.synchronize
+    res = {"op": "attention", "dtype": case.dtype_name, "batch": case.b, "heads_q": case.h,
+           "heads_kv": case.kv, "seqlen_q": case.s, "seqlen_k": case.s, "head_dim": case.d,
+           "causal": case.causal, "shape": case.name(), "flops": case.flops,
+           "copies": copies, "batch_launches": batch, "reps": timer.reps, "providers": {}}
+    refs = case.reference_rows()
+
+    def ref_err(out_bshd):
+        """Largest |out - float64| over the reference rows (NaN counts as infinite)."""
+        worst = 0.0
+        for bi, hi, rows, want in refs:
+            got = out_bshd[bi, rows, hi].double()
+            if bool(got.isnan().any()):
+                return float("inf")
+            worst = max(worst, float((got - want).abs().max()))
+        return worst
+
+    def record(name, ms, **extra):
+        res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
+
+    # ours
+    ours_out = None
+    try:
+        structs = [case.args(i) for i in range(copies)]
+        res["variant"] = lib.attention_explain(structs[0])
+        launch = lib.attention_launcher(structs, torch.cuda.current_stream().cuda_stream)
+        for o in case.os:
+            o.fill_(float("nan"))
+        for i in range(copies):
+            launch(i)
+        sync()
+        ours_out = case.os[0]
+        err = ref_err(ours_out)
+        ms = timer.per_launch_ms(launch, copies, batch)
+        record("ours", ms, max_abs_err_ref=err, ok=err <= case.tol)
+    except Exception as e:  # noqa: BLE001
+        msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        res["providers"]["ours"] = {"ms": None, "error": msg, "ok": False}
+        log(f"    ours: FAILED ({msg})")
+
+    # SDPA, one backend at a time; a backend that cannot run this case is skipped with why
+    flash_out = None
+    for backend in SDPA_BACKENDS:
+        key = "sdpa_" + backend.lower().replace("_attention", "")
+        try:
+            with sdpa_kernel(getattr(SDPBackend, backend)):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        out = case.sdpa(0)
+                        sync()
+                    except Exception as e:  # noqa: BLE001 - the warnings say why, usually
+                        why = [f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"]
+                        why += [str(w.message).splitlines()[0][:200] for w in caught[:3]]
+                        raise RuntimeError(" | ".join(why)) from None
+                out_bshd = out.transpose(1, 2)
+                err = ref_err(out_bshd)
+                extra = {"max_abs_err_ref": err}
+                if ours_out is not None:
+                    extra["max_abs_diff_ours"] = float(
+                        (ours_out.float() - out_bshd.float()).abs().max())
+                if backend == "FLASH_ATTENTION" or flash_out is None:
+                    flash_out = (backend, extra.get("max_abs_diff_ours"))
+                del out, out_bshd
+                ms = timer.per_launch_ms(case.sdpa, copies, batch)
+            record(key, ms, **extra)
+        except Exception as e:  # noqa: BLE001
+            msg = f"{type(e).__name__}: {e}".splitlines()[0][:400]
+            res["providers"][key] = {"ms": None, "error": msg}
+            log(f"    {key}: skipped ({msg})")
+
+    # ours against float64 and against SDPA (FLASH_ATTENTION's output, else the first backend
+    # that ran): wrong results fail the run
+    o = res["providers"]["ours"]
+    if o.get("ms") is not None:
+        if flash_out is not None and flash_out[1] is not None:
+            o["vs_sdpa_backend"], o["max_abs_diff_sdpa"] = flash_out
+            if not flash_out[1] <= case.tol:
+                o["ok"] = False
+        log(f"    ours: {'WRONG RESULTS: ' if not o['ok'] else ''}max abs error "
+            f"{o['max_abs_err_ref']:.3g} against float64 rows, "
+            f"{o.get('max_abs_diff_sdpa', float('nan')):.3g} against SDPA "
+            f"{o.get('vs_sdpa_backend')} (tolerance {case.tol:g})")
+    for key, p in res["providers"].items():
+        if key != "ours" and p.get("max_abs_err_ref", 0) > case.tol:
+            log(f"    note: {key} differs from the float64 rows by up to "
+                f"{p['max_abs_err_ref']:.3g}")
+    sdpa_ms = {k: p["ms"] for k, p in res["providers"].items()
+               if k != "ours" and p.get("ms") is not None}
+    ours = o.get("ms")
+    res["speedup_vs_best_sdpa"] = min(sdpa_ms.values()) / ours if sdpa_ms and ours else None
+    res["best_sdpa"] = min(sdpa_ms, key=sdpa_ms.get) if sdpa_ms else None
+    flash = sdpa_ms.get("sdpa_flash")
+    res["speedup_vs_flash"] = flash / ours if flash and ours else None
+    case.release()
+    torch.cuda.empty_cache()
+    return res
+
+
+def attention_table(results):
+    def tf(p):
+        return f"{p['tflops']:.0f}" if p and p.get("ms") is not None else "n/a"
+
+    def x(v):
+        return f"{v:.2f}x" if v else "n/a"
+    keys = ["sdpa_" + b.lower().replace("_attention", "") for b in SDPA_BACKENDS]
+    head = (f"{'shape':<22}{'mask':<7}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
+            + "".join(f"{k[5:] + ' TF/s':>16}" for k in keys)
+            + f"{'vs best':>9}{'vs flash':>9}  variant")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        p = r["providers"]
+        o = p.get("ours", {})
+        ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
+        mark = "!" if o.get("ok") is False else ""
+        lines.append(f"{r['shape']:<22}{'causal' if r['causal'] else 'full':<7}{r['dtype']:<6}"
+                     f"{ms:>9}{tf(o) + mark:>9}" + "".join(f"{tf(p.get(k)):>16}" for k in keys)
+                     + f"{x(r['speedup_vs_best_sdpa']):>9}{x(r['speedup_vs_flash']):>9}  "
+                     + str(r.get("variant", "?")))
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- output
 def fmt_ms(p):
     return f"{p['ms']:.4f}" if p and p.get("ms") is not None else "n/a"
@@ -897,18 +1192,25 @@ def main():
     ap.add_argument("--lib", default="build/libfusedops.so")
     ap.add_argument("--out", default="vs_torch_out", help="folder for the plots (and the JSON)")
     ap.add_argument("--json", default=None, help="results file (default OUT/vs_torch.json)")
-    ap.add_argument("--dtypes", default="bf16,f32")
+    ap.add_argument("--dtypes", default=None,
+                    help="default bf16,f32; attention: bf16 on every shape and f16 on one, or "
+                    "the f16/bf16 of this list on every shape")
     ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
-                    help="of " + ",".join(SOFTMAX_OPS + NORM_OPS) + " (default all but "
-                    "log_softmax)")
+                    help="of " + ",".join(ALL_OPS) + " (default all but log_softmax and "
+                    "attention)")
     ap.add_argument("--shapes", default=None,
-                    help="RxC,RxC,... for every op instead of the built-in lists")
+                    help="RxC,RxC,... for every softmax and norm op instead of the built-in "
+                    "lists")
+    ap.add_argument("--attn-shapes", default=None,
+                    help="BxHxSxD[xKV],... for attention (batch, query heads, seqlen, head_dim, "
+                    "key/value heads) instead of the built-in list")
     ap.add_argument("--variant", default=os.environ.get("FUSEDOPS_BENCH_VARIANT"),
-                    help="time this variant as ours (tile_softmax_variant or "
-                    "tile_add_norm_variant); only the ops of its family run")
+                    help="time this variant as ours (tile_softmax_variant, "
+                    "tile_add_norm_variant or tile_flash_attention_variant); only the ops of "
+                    "its family run")
     ap.add_argument("--reps", type=int, default=None,
                     help=f"timed batches per measurement (default {SOFTMAX_REPS} for softmax, "
-                    f"{NORM_REPS} for the norm ops)")
+                    f"{NORM_REPS} for the norm ops, {ATTENTION_REPS} for attention)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args()
@@ -916,11 +1218,19 @@ def main():
     # Inductor explains, once per compile, that it split a long reduction; the table says enough.
     warnings.filterwarnings("ignore", message=".*Online softmax is disabled.*")
 
-    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    dtypes = [d.strip() for d in (args.dtypes or "bf16,f32").split(",") if d.strip()]
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    if any(d not in DTYPES for d in dtypes) or any(o not in SOFTMAX_OPS + NORM_OPS for o in ops):
-        ap.error("--dtypes takes f32,f16,bf16; --ops takes " + ",".join(SOFTMAX_OPS + NORM_OPS))
+    if any(d not in DTYPES for d in dtypes) or any(o not in ALL_OPS for o in ops):
+        ap.error("--dtypes takes f32,f16,bf16; --ops takes " + ",".join(ALL_OPS))
     given_shapes = parse_shapes(args.shapes) if args.shapes else None
+    if "attention" in ops:
+        try:
+            if args.attn_shapes:
+                parse_attention_shapes(args.attn_shapes)
+        except ValueError as e:
+            ap.error(str(e))
+        if args.dtypes and not any(d in ATTENTION_TOL for d in dtypes):
+            ap.error("attention runs in f16 and bf16: --dtypes names neither")
     if not torch.cuda.is_available():
         log("SKIP: no GPU: torch.cuda.is_available() is False")
         return 77
@@ -936,7 +1246,7 @@ def main():
             return 2
         forced = lib.variant(lib.forced)
         lib.forced_op = forced.op.decode()
-        ops = [o for o in ops if (o in SOFTMAX_OPS) == (lib.forced_op == "softmax")]
+        ops = [o for o in ops if family(o) == lib.forced_op]
         if not ops:
             log(f"{args.variant} is a {lib.forced_op} variant: none of --ops {args.ops} runs it")
             return 2
@@ -971,6 +1281,28 @@ def main():
     info["results"], info["elapsed_by_op_s"] = results, {}
     for op in ops:
         t_op = time.perf_counter()
+        if op == "attention":
+            timer.reps = args.reps or ATTENTION_REPS
+            for dt, shape, causal in attention_cases(args, forced if args.variant else None):
+                case = AttentionCase(dt, shape, causal)
+                log(f"attention {dt} {case.name()} {'causal' if causal else 'full'}")
+                try:
+                    r = run_attention_case(lib, timer, l2_bytes, case)
+                except Exception:  # noqa: BLE001 - keep going; the traceback says what broke
+                    traceback.print_exc()
+                    bad += 1
+                    continue
+                results.append(r)
+                o = r["providers"]["ours"]
+                if o.get("ok") is False:
+                    bad += 1
+                parts = [f"{k} {p['tflops']:.0f}" if p.get("ms") is not None else f"{k} n/a"
+                         for k, p in r["providers"].items()]
+                log(f"    TFLOP/s: {', '.join(parts)}  [{r.get('variant', '?')}]")
+                save()
+            info["elapsed_by_op_s"][op] = round(time.perf_counter() - t_op, 1)
+            log(f"  {op}: {info['elapsed_by_op_s'][op]} s")
+            continue
         timer.reps = args.reps or (SOFTMAX_REPS if op in SOFTMAX_OPS else NORM_REPS)
         shapes = given_shapes or (SHAPES if op in SOFTMAX_OPS else NORM_SHAPES)
         if args.variant:
@@ -999,12 +1331,21 @@ def main():
         log(f"  {op}: {info['elapsed_by_op_s'][op]} s")
 
     save()
-    plots = plot(results, ceiling, device, args.out)
+    rows = [r for r in results if r["op"] != "attention"]
+    attn = [r for r in results if r["op"] == "attention"]
+    plots = plot(rows, ceiling, device, args.out)
     log(f"\nwrote {json_path}" + (f" and {len(plots)} plots in {args.out}" if plots else ""))
-    log(f"elapsed {info['elapsed_s']} s; copy ceiling {ceiling:.0f} GB/s; "
-        "vs best = best peer ms / ours ms; L: Triton's looped kernel; !: ours gave wrong results")
-    log("")
-    log(table(results))
+    log(f"elapsed {info['elapsed_s']} s; !: ours gave wrong results")
+    if rows:
+        log(f"copy ceiling {ceiling:.0f} GB/s; vs best = best peer ms / ours ms; L: Triton's "
+            "looped kernel\n")
+        log(table(rows))
+    if attn:
+        log("\nattention: TFLOP/s = 4*b*h*s_q*s_k*d (halved for causal) / time; vs best = the "
+            "fastest SDPA backend's ms / ours ms; vs flash = SDPA FLASH_ATTENTION's ms / ours ms\n")
+        log(attention_table(attn))
+    if bad:
+        log(f"\nFAILED: {bad} case(s) gave wrong results or broke (see above)")
     return 1 if bad else 0
 
 

@@ -1,4 +1,5 @@
-"""Loads libfusedops.so and declares the C ABI used from Python (ctypes)."""
+"""Loads libfusedops.so and declares the C ABI used from Python (ctypes). Imports nothing but
+the standard library, so bench/vs_torch.py and the host tests use these declarations too."""
 import ctypes
 import ctypes.util
 import os
@@ -6,6 +7,23 @@ import os
 _lib = None
 
 STATUS_NAMES = None  # filled from tile_status_string
+
+
+class VariantInfo(ctypes.Structure):
+    """tile_variant_info (include/fusedops.h), field for field."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("name", ctypes.c_char_p),
+                ("op", ctypes.c_char_p), ("dtype", ctypes.c_int), ("arch_min", ctypes.c_int32),
+                ("arch_max", ctypes.c_int32), ("threads", ctypes.c_int32),
+                ("cluster", ctypes.c_int32), ("smem_bytes", ctypes.c_int32),
+                ("max_cols", ctypes.c_int64), ("align_bytes", ctypes.c_int32),
+                ("params", ctypes.c_char_p)]
+
+
+class Decision(ctypes.Structure):
+    """tile_decision (include/fusedops.h), field for field."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("variant", ctypes.c_int32),
+                ("rule", ctypes.c_int), ("eligible", ctypes.c_int32), ("arch", ctypes.c_int32),
+                ("reason", ctypes.c_char * 256)]
 
 
 class AddNormArgs(ctypes.Structure):
@@ -23,6 +41,40 @@ class AddNormArgs(ctypes.Structure):
 
 
 NORM_NONE, NORM_LAYER, NORM_RMS = 0, 1, 2  # tile_norm_kind
+
+
+class FlashAttentionArgs(ctypes.Structure):
+    """tile_flash_attention_args (include/fusedops.h), field for field; set struct_size to
+    ctypes.sizeof(FlashAttentionArgs). tests/python/test_ctypes_layout.py checks every offset
+    against the C compiler's."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("dtype", ctypes.c_int),
+                ("batch", ctypes.c_int32), ("heads_q", ctypes.c_int32),
+                ("heads_kv", ctypes.c_int32), ("head_dim", ctypes.c_int32),
+                ("causal", ctypes.c_int32),
+                ("seqlen_q", ctypes.c_int64), ("seqlen_k", ctypes.c_int64),
+                ("scale", ctypes.c_float),
+                ("o", ctypes.c_void_p), ("q", ctypes.c_void_p), ("k", ctypes.c_void_p),
+                ("v", ctypes.c_void_p),
+                ("q_batch_stride", ctypes.c_int64), ("q_seq_stride", ctypes.c_int64),
+                ("q_head_stride", ctypes.c_int64),
+                ("k_batch_stride", ctypes.c_int64), ("k_seq_stride", ctypes.c_int64),
+                ("k_head_stride", ctypes.c_int64),
+                ("v_batch_stride", ctypes.c_int64), ("v_seq_stride", ctypes.c_int64),
+                ("v_head_stride", ctypes.c_int64),
+                ("o_batch_stride", ctypes.c_int64), ("o_seq_stride", ctypes.c_int64),
+                ("o_head_stride", ctypes.c_int64),
+                ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+                ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
+                ("lse", ctypes.c_void_p)]
+
+
+def set_strides(args, name, t):
+    """args.<name>_{batch,seq,head}_stride from a [batch, seq, heads, head_dim] torch tensor
+    (or anything with .stride()), in elements."""
+    b, s, h, _ = t.stride()
+    setattr(args, f"{name}_batch_stride", b)
+    setattr(args, f"{name}_seq_stride", s)
+    setattr(args, f"{name}_head_stride", h)
 
 
 def _candidates():
@@ -64,10 +116,11 @@ def library():
         "tile_residual_dropout": [ctypes.c_int, vp, vp, vp, vp, vp, i64, i64, i64, i64, i64, f32,
                                   u64, u64, vp],
         "tile_residual_dropout_norm": [ctypes.POINTER(AddNormArgs), vp],
+        "tile_flash_attention": [ctypes.POINTER(FlashAttentionArgs), vp],
     }
     for name, argtypes in norm_fns.items():
         f = getattr(lib, name, None)
-        if f is None:  # a library older than the norm ops: only their calls fail
+        if f is None:  # a library older than these ops: only their calls fail
             continue
         f.argtypes = argtypes
         f.restype = ctypes.c_int

@@ -13,19 +13,26 @@ Ops:
   residual_dropout(x, residual, bias, p, seed, offset) -> y       y = residual + dropout(x + bias)
   residual_dropout_norm(x, residual, bias, weight, norm_bias, p, eps, seed, offset, rms=False)
       -> (y, s)                                 s = residual + dropout(x + bias), y = norm(s)
+  flash_attention(q, k, v, causal=False, scale=None) -> o
+  flash_attention_lse(q, k, v, causal=False, scale=None) -> (o, lse)
 The norm family normalizes (and adds along) the last dim: weight, bias and norm_bias are [cols]
 vectors (or None), residual has x's shape, and every tensor has x's dtype and device. Dropout
 keeps an element with probability 1 - p and scales it by 1 / (1 - p); p = 0 is the identity and
 p applies whatever the module's training flag (pass p = 0 in eval). Its mask is a pure function
 of (seed, offset, row, col) (docs/api.md, "Dropout random numbers"): advance offset (or change
 seed) from call to call for fresh masks. seed and offset are int64 here, taken as their 64 bits.
+The attention ops take q [batch, seqlen_q, heads_q, head_dim] and k, v [batch, seqlen_k,
+heads_kv, head_dim] (BSHD; F.scaled_dot_product_attention's [b, h, s, d] is .transpose(1, 2) of
+it), fp16 or bf16; see flash_attention's docstring.
 """
 import ctypes
+import math
 from typing import Optional, Tuple
 
 import torch
 
-from ._lib import NORM_LAYER, NORM_RMS, AddNormArgs, check, library
+from ._lib import (NORM_LAYER, NORM_RMS, AddNormArgs, FlashAttentionArgs, check, library,
+                   set_strides)
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
@@ -289,3 +296,133 @@ residual_dropout.register_autograd(
     _no_backward("residual_dropout", "residual + torch.nn.functional.dropout(x + bias, p)"))
 residual_dropout_norm.register_autograd(
     _no_backward("residual_dropout_norm", "torch.nn.functional.dropout and layer_norm/rms_norm"))
+
+
+# ----------------------------------------------------------------------------- flash attention
+_ATTN_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def _attn_layout_ok(t: torch.Tensor) -> bool:
+    """Whether the library takes t as it is: head_dim contiguous, the pointer 16-byte aligned,
+    and every stride of a dim longer than 1 a multiple of 16 bytes (the strides of size-1 dims
+    are never used)."""
+    if t.stride(3) != 1 and t.shape[3] > 1:
+        return False
+    if t.data_ptr() % 16:
+        return False
+    per16 = 16 // t.element_size()
+    return all(t.stride(i) % per16 == 0 for i in range(3) if t.shape[i] > 1)
+
+
+def _attn_input(t: torch.Tensor) -> torch.Tensor:
+    """t as the library takes it: itself where its layout allows, else a contiguous copy in a
+    fresh (aligned) allocation; clone, not contiguous(), which returns a misaligned but
+    contiguous tensor as it is."""
+    return t if _attn_layout_ok(t) else t.clone(memory_format=torch.contiguous_format)
+
+
+def _attn_check(q, k, v, scale, op):
+    """Raises on what the library would reject or misread: devices, dtypes, ranks, shapes."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.is_cuda:
+            raise ValueError(f"fusedops.{op}: {name} must be a CUDA tensor, got device {t.device}")
+        if t.dtype not in _ATTN_DTYPES:
+            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, which is not supported "
+                            "(float16, bfloat16)")
+        if t.dim() != 4:
+            raise ValueError(f"fusedops.{op}: {name} must be 4-D [batch, seqlen, heads, "
+                             f"head_dim], got shape {tuple(t.shape)}")
+    for name, t in (("k", k), ("v", v)):
+        if t.device != q.device:
+            raise ValueError(f"fusedops.{op}: {name} is on {t.device}, q on {q.device}")
+        if t.dtype != q.dtype:
+            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, q {q.dtype} "
+                            "(q, k and v take one dtype)")
+    if k.shape != v.shape:
+        raise ValueError(f"fusedops.{op}: k and v must have one shape, got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")
+    b, s_q, h_q, d = q.shape
+    b_k, s_k, h_kv, d_k = k.shape
+    if b_k != b:
+        raise ValueError(f"fusedops.{op}: k has batch {b_k}, q {b} (shapes {tuple(k.shape)}, "
+                         f"{tuple(q.shape)})")
+    if d_k != d:
+        raise ValueError(f"fusedops.{op}: k and v have head_dim {d_k}, q {d} (shapes "
+                         f"{tuple(k.shape)}, {tuple(q.shape)})")
+    if h_kv < 1 or h_q % h_kv:
+        raise ValueError(f"fusedops.{op}: q's heads ({h_q}) must be a multiple of k's and v's "
+                         f"({h_kv}) (GQA)")
+    if min(b, s_q, s_k, h_q, d) < 1:
+        raise ValueError(f"fusedops.{op}: empty input (q {tuple(q.shape)}, k {tuple(k.shape)})")
+    if scale is not None and (scale == 0.0 or not math.isfinite(scale)):
+        raise ValueError(f"fusedops.{op}: scale is {scale}; pass a finite nonzero scale, or None "
+                         "for 1 / sqrt(head_dim)")
+
+
+def _attn_impl(q, k, v, causal, scale, want_lse, op):
+    _attn_check(q, k, v, scale, op)
+    q2, k2, v2 = _attn_input(q), _attn_input(k), _attn_input(v)
+    b, s_q, h_q, d = q.shape
+    s_k, h_kv = k.shape[1], k.shape[2]
+    o = torch.empty((b, s_q, h_q, d), dtype=q.dtype, device=q.device)
+    lse = (torch.empty((b, h_q, s_q), dtype=torch.float32, device=q.device) if want_lse
+           else None)
+    a = FlashAttentionArgs(
+        struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype], batch=b,
+        heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)), seqlen_q=s_q,
+        seqlen_k=s_k, scale=0.0 if scale is None else scale, o=o.data_ptr(), q=q2.data_ptr(),
+        k=k2.data_ptr(), v=v2.data_ptr(), lse=lse.data_ptr() if want_lse else None)
+    for name, t in (("q", q2), ("k", k2), ("v", v2), ("o", o)):
+        set_strides(a, name, t)
+    _launch(q, op, "tile_flash_attention", ctypes.byref(a))
+    return o, lse
+
+
+@torch.library.custom_op("fusedops::flash_attention", mutates_args=())
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    scale: Optional[float] = None) -> torch.Tensor:
+    """Flash attention forward: o = softmax(scale * q k^T + mask) v per (batch, head), fp32
+    softmax and accumulation, fp16 or bf16 storage (q, k, v alike; o takes their dtype).
+
+    q is [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_kv, head_dim]
+    (BSHD), head_dim a multiple of 8 up to 256. heads_q a multiple of heads_kv: GQA/MQA, query
+    head h reads key/value head h // (heads_q // heads_kv), nothing copied. causal: query i
+    sees key j iff j <= i + seqlen_k - seqlen_q (bottom-right aligned, as FlashAttention 2.1+;
+    the same as F.scaled_dot_product_attention(is_causal=True) when seqlen_q == seqlen_k); a
+    query that sees no key gets output 0. scale None means 1 / sqrt(head_dim) (0 is refused,
+    not taken as that default).
+
+    Inputs are read in place, whatever their strides, when head_dim is contiguous (stride 1),
+    the data pointer is 16-byte aligned and every other stride is a multiple of 8 elements
+    (16 bytes): BSHD tensors, BHSD tensors seen through .transpose(1, 2), slices of a packed
+    qkv tensor. Otherwise that input is first copied into a fresh contiguous tensor, which
+    costs a copy of it. Returns o as a contiguous [batch, seqlen_q, heads_q, head_dim] tensor.
+    No backward kernel yet: differentiating through it raises.
+    """
+    return _attn_impl(q, k, v, causal, scale, False, "flash_attention")[0]
+
+
+@torch.library.custom_op("fusedops::flash_attention_lse", mutates_args=())
+def flash_attention_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                        scale: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """flash_attention, also returning the log-sum-exp of each query's scaled scores: (o, lse),
+    lse float32 [batch, heads_q, seqlen_q] (natural log; -inf for a query that sees no key),
+    what a backward pass or a split-KV merge needs."""
+    return _attn_impl(q, k, v, causal, scale, True, "flash_attention_lse")
+
+
+@flash_attention.register_fake
+def _(q, k, v, causal=False, scale=None):
+    return q.new_empty(q.shape)
+
+
+@flash_attention_lse.register_fake
+def _(q, k, v, causal=False, scale=None):
+    b, s_q, h_q, _ = q.shape
+    return q.new_empty(q.shape), q.new_empty((b, h_q, s_q), dtype=torch.float32)
+
+
+flash_attention.register_autograd(
+    _no_backward("flash_attention", "torch.nn.functional.scaled_dot_product_attention"))
+flash_attention_lse.register_autograd(
+    _no_backward("flash_attention_lse", "torch.nn.functional.scaled_dot_product_attention"))

@@ -1,4 +1,4 @@
-"""torch.ops.fusedops.* on a GPU (issues 8 and 3). Skips with a reason without PyTorch or a GPU.
+"""torch.ops.fusedops.* on a GPU (issues 8 and 3; flash attention). Skips with a reason without PyTorch or a GPU.
 
 Run: FUSEDOPS_LIBRARY=build/libfusedops.so PYTHONPATH=python python3 -m unittest tests/python/test_torch_ops.py
 """
@@ -300,6 +300,178 @@ class NormOpsTest(unittest.TestCase):
         static_x.copy_(torch.randn_like(static_x))
         g.replay()
         torch.testing.assert_close(static_out, block(static_x, *args[1:]))
+
+
+@unittest.skipUnless(HAVE_GPU, REASON)
+class AttentionOpsTest(unittest.TestCase):
+    """flash_attention and flash_attention_lse: [b, s, h, d] (BSHD) inputs."""
+    DTYPES = () if torch is None else (torch.float16, torch.bfloat16)
+
+    @classmethod
+    def setUpClass(cls):
+        import fusedops.torch  # noqa: F401  registers the ops
+        cls.F = torch.nn.functional
+
+    @staticmethod
+    def tol(dtype):
+        # (atol, rtol) of o against a reference on the same (rounded) inputs: the kernel rounds
+        # the probabilities to the storage dtype before the P V product and o once at the end.
+        return {torch.float16: (3e-3, 2e-3), torch.bfloat16: (2e-2, 1.6e-2)}[dtype]
+
+    def qkv(self, b, s_q, s_k, h_q, h_kv, d, dtype, seed=0):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+
+        def randn(*shape):
+            return torch.randn(shape, generator=g, device="cuda").to(dtype)
+        return randn(b, s_q, h_q, d), randn(b, s_k, h_kv, d), randn(b, s_k, h_kv, d)
+
+    @staticmethod
+    def reference(q, k, v, causal, scale=None):
+        """(o, lse) in float64 from BSHD inputs: GQA by repeating k/v heads, the causal mask
+        bottom-right aligned, a query that sees no key gives o = 0 and lse = -inf."""
+        q, k, v = (t.double().transpose(1, 2) for t in (q, k, v))  # [b, h, s, d]
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        s_q, s_k, d = q.shape[2], k.shape[2], q.shape[3]
+        scores = (q @ k.transpose(-1, -2)) * (scale if scale is not None else d ** -0.5)
+        if causal:
+            i = torch.arange(s_q, device=q.device)[:, None]
+            j = torch.arange(s_k, device=q.device)[None, :]
+            scores = scores.masked_fill(j > i + s_k - s_q, float("-inf"))
+        lse = torch.logsumexp(scores, -1)  # -inf where every key is masked
+        p = torch.exp(scores - torch.where(lse.isinf(), 0.0, lse)[..., None])
+        return (p @ v).transpose(1, 2), lse
+
+    def close(self, got, want):
+        atol, rtol = self.tol(got.dtype)
+        self.assertFalse(torch.isnan(got).any(), "NaN in the output")
+        torch.testing.assert_close(got.double(), want.double(), atol=atol, rtol=rtol)
+
+    def test_matches_sdpa(self):
+        """Against F.scaled_dot_product_attention on float32 upcasts of the same inputs (seqlen_q
+        == seqlen_k, so its top-left causal mask is ours too), GQA through enable_gqa."""
+        for dtype in self.DTYPES:
+            for b, s, h_q, h_kv, d in [(2, 128, 4, 4, 64), (1, 77, 8, 2, 128), (3, 200, 6, 1, 32),
+                                       (1, 33, 2, 2, 256), (2, 64, 4, 4, 40)]:
+                q, k, v = self.qkv(b, s, s, h_q, h_kv, d, dtype)
+                for causal in (False, True):
+                    got = torch.ops.fusedops.flash_attention(q, k, v, causal)
+                    self.assertEqual(got.shape, q.shape)
+                    self.assertTrue(got.is_contiguous())
+                    want = self.F.scaled_dot_product_attention(
+                        q.float().transpose(1, 2), k.float().transpose(1, 2),
+                        v.float().transpose(1, 2), is_causal=causal,
+                        enable_gqa=h_q != h_kv).transpose(1, 2)
+                    with self.subTest(dtype=dtype, shape=(b, s, h_q, h_kv, d), causal=causal):
+                        self.close(got, want)
+
+    def test_lse_and_bottom_right_causal(self):
+        """seqlen_q != seqlen_k (the mask aligned bottom-right; with seqlen_q > seqlen_k the
+        first queries see no key), a given scale, and the log-sum-exp, against float64."""
+        for dtype in self.DTYPES:
+            for b, s_q, s_k, h_q, h_kv, d in [(2, 50, 130, 4, 2, 64), (1, 130, 50, 4, 4, 128),
+                                              (2, 1, 300, 2, 1, 64)]:
+                q, k, v = self.qkv(b, s_q, s_k, h_q, h_kv, d, dtype, seed=1)
+                for causal in (False, True):
+                    o, lse = torch.ops.fusedops.flash_attention_lse(q, k, v, causal, 0.1)
+                    o_want, lse_want = self.reference(q, k, v, causal, 0.1)
+                    with self.subTest(dtype=dtype, shape=(b, s_q, s_k, h_q, h_kv, d),
+                                      causal=causal):
+                        self.close(o, o_want)
+                        self.assertEqual(lse.shape, (b, h_q, s_q))
+                        self.assertEqual(lse.dtype, torch.float32)
+                        seen = ~lse_want.isinf()
+                        self.assertTrue(torch.equal(lse.isinf(), ~seen), "-inf rows differ")
+                        self.assertTrue(bool((lse[~seen] < 0).all()), "unseen rows: lse not -inf")
+                        torch.testing.assert_close(lse[seen].double(), lse_want[seen],
+                                                   atol=2e-3, rtol=1e-4)
+                        o_only = torch.ops.fusedops.flash_attention(q, k, v, causal, 0.1)
+                        self.assertTrue(torch.equal(o_only, o), "o differs with and without lse")
+
+    def test_strided_inputs(self):
+        """Views the library reads in place (slices of a packed qkv, BHSD transposed) and a
+        misaligned one it gets a copy of: the same results as contiguous inputs."""
+        dtype, (b, s, h, d) = torch.bfloat16, (2, 96, 4, 64)
+        qkv = torch.randn(b, s, 3, h, d, device="cuda").to(dtype)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        want, _ = self.reference(q, k, v, True)
+        ops = torch.ops.fusedops
+        self.close(ops.flash_attention(q, k, v, True), want)
+        bhsd = [t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v)]
+        self.assertEqual(bhsd[0].stride(), (h * s * d, d, s * d, 1))
+        self.close(ops.flash_attention(*bhsd, True), want)
+        flat = torch.empty(q.numel() + 1, device="cuda", dtype=dtype)
+        odd = flat[1:].view(q.shape)  # 2 bytes past an aligned address
+        odd.copy_(q)
+        self.assertNotEqual(odd.data_ptr() % 16, 0)
+        self.close(ops.flash_attention(odd, k, v, True), want)
+
+    def test_opcheck(self):
+        q, k, v = self.qkv(2, 64, 64, 4, 2, 64, torch.bfloat16)
+        ops = torch.ops.fusedops
+        torch.library.opcheck(ops.flash_attention.default, (q, k, v, False, None))
+        torch.library.opcheck(ops.flash_attention.default, (q, k, v, True, 0.2))
+        torch.library.opcheck(ops.flash_attention_lse.default, (q, k, v, True, None))
+
+    def test_errors(self):
+        ops = torch.ops.fusedops
+        q, k, v = self.qkv(1, 16, 16, 4, 2, 64, torch.bfloat16)
+        with self.assertRaisesRegex(ValueError, "CUDA tensor"):
+            ops.flash_attention(q.cpu(), k.cpu(), v.cpu())
+        with self.assertRaisesRegex(TypeError, "not supported"):
+            ops.flash_attention(q.float(), k.float(), v.float())
+        with self.assertRaisesRegex(TypeError, "one dtype"):
+            ops.flash_attention(q, k.half(), v.half())
+        with self.assertRaisesRegex(ValueError, "4-D"):
+            ops.flash_attention(q[0], k[0], v[0])
+        with self.assertRaisesRegex(ValueError, "one shape"):
+            ops.flash_attention(q, k, v[:, :8])
+        with self.assertRaisesRegex(ValueError, "head_dim"):
+            ops.flash_attention(q, k[..., :32], v[..., :32])
+        with self.assertRaisesRegex(ValueError, "batch"):
+            ops.flash_attention(q, torch.cat([k, k]), torch.cat([v, v]))
+        with self.assertRaisesRegex(ValueError, "multiple"):
+            ops.flash_attention(q[:, :, :3], k, v)
+        with self.assertRaisesRegex(ValueError, "scale"):
+            ops.flash_attention(q, k, v, False, 0.0)
+        # the library's own validation, its message in the exception: head_dim not a multiple
+        # of 8
+        with self.assertRaisesRegex(RuntimeError, "not supported.*head_dim"):
+            ops.flash_attention(q[..., :36], k[..., :36], v[..., :36])
+        qg = q.detach().clone().requires_grad_(True)
+        with self.assertRaisesRegex(NotImplementedError, "no backward"):
+            ops.flash_attention(qg, k, v).sum().backward()
+        with self.assertRaisesRegex(NotImplementedError, "no backward"):
+            o, lse = ops.flash_attention_lse(qg, k, v)
+            o.sum().backward()
+
+    def test_compile_fullgraph_and_cuda_graph(self):
+        ops = torch.ops.fusedops
+
+        def block(x, wq, wk, wv):
+            b, s, _ = x.shape
+            q = (x @ wq).view(b, s, 8, 64)
+            k = (x @ wk).view(b, s, 2, 64)
+            v = (x @ wv).view(b, s, 2, 64)
+            o = ops.flash_attention(q, k, v, True)
+            o2, lse = ops.flash_attention_lse(q, k, v, False, 0.125)
+            return o.reshape(b, s, -1) + o2.reshape(b, s, -1), lse
+
+        g = torch.Generator(device="cuda").manual_seed(3)
+        x = torch.randn(2, 128, 256, device="cuda", generator=g).bfloat16()
+        ws = [(torch.randn(256, n, device="cuda", generator=g) / 16).bfloat16()
+              for n in (512, 128, 128)]
+        eager = block(x, *ws)
+        compiled = torch.compile(block, fullgraph=True)(x, *ws)
+        torch.testing.assert_close(compiled, eager)
+        static_x = x.clone()
+        graph = torch.cuda.CUDAGraph()
+        block(static_x, *ws)  # warm-up outside the capture
+        with torch.cuda.graph(graph):
+            static_out = block(static_x, *ws)
+        static_x.copy_(torch.randn_like(static_x))
+        graph.replay()
+        torch.testing.assert_close(static_out, block(static_x, *ws))
 
 
 if __name__ == "__main__":
