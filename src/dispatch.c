@@ -161,7 +161,14 @@ static double heuristic_cost(const tile_variant *v, const tile_problem *p) {
     /* Attention: a warp with more query rows feeds more tensor-core products from each key and
      * value fragment it reads from shared memory (32 rows a warp measured ~1.5x faster than 16
      * at head dim 128 on an H100, docs/perf-notes.md). */
-    if (!strcmp(v->op, "attention")) cost *= (double)v->threads / (2.0 * v->rows_per_program);
+    if (!strcmp(v->op, "attention")) {
+        cost *= (double)v->threads / (2.0 * v->rows_per_program);
+        /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
+         * the smem size grows with BLOCK_N, which is all the registry records of it). */
+        cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);
+        /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync. */
+        if (v->arch_min >= 90) cost *= 0.25;
+    }
     /* Prefer 16-byte accesses, then fewer threads per program (more loads in flight each). */
     cost *= 1.0 + 0.2 / v->align_bytes;
     cost *= 1.0 + v->threads / 65536.0;

@@ -213,4 +213,23 @@ m4_define(<|TILE_ACCUMULATE_PV|>, <|TILE_ARGS(<|TILE_ACCUMULATE_PV|>, <|$3|>, 3)
 # block's rows in the sequence (through tiles.q); the rows' log-sum-exp where a.lse is given.
 m4_define(<|TILE_ATTENTION_STORE|>, <|TILE_ARGS(<|TILE_ATTENTION_STORE|>, <|$4|>, 4)tile::attn::store($1, $2, $3, $4.q)|>)
 
+# Hopper (sm_90a) attention over warpgroup products (wgmma): WARPS / 4 warpgroups of 64 query
+# rows, Q, K and V in swizzled shared-memory tiles, two stages of K and V.
+# TILE_ATTENTION_WG_LAYOUT(L): L is the warpgroup tiling of this grid point.
+m4_define(<|TILE_ATTENTION_WG_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
+using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4>|>)
+# TILE_WG_TILES(tiles, L): tiles.q and two stages tiles.k[s], tiles.v[s] in shared memory.
+m4_define(<|TILE_WG_TILES|>, <|const auto $1 = tile::attn::wg_shared_tiles<$2, T>()|>)
+# TILE_WG_COPY_Q(tiles, L, a, blk), TILE_WG_COPY_KV(tiles, L, a, blk, n): start copying the
+# query block, or key and value tile n (into stage n % 2); TILE_WG_COPY_WAIT waits for them,
+# makes them visible to the tensor cores and waits for the program (a barrier).
+m4_define(<|TILE_WG_COPY_Q|>, <|TILE_ARGS(<|TILE_WG_COPY_Q|>, <|$4|>, 4)tile::attn::wg_copy_q<$2, T>($1, $3, $4)|>)
+m4_define(<|TILE_WG_COPY_KV|>, <|TILE_ARGS(<|TILE_WG_COPY_KV|>, <|$5|>, 5)tile::attn::wg_copy_kv<$2, T>($1, $3, $4, $5)|>)
+m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::attn::wg_copy_wait_all()|>)
+# TILE_WG_SCORES(s, L, tiles, n): s = Q K_n^T (warpgroup products from shared memory).
+m4_define(<|TILE_WG_SCORES|>, <|TILE_ARGS(<|TILE_WG_SCORES|>, <|$4|>, 4)m4_dnl
+tile::attn::scores<$2> $1; tile::attn::wg_qk<$2>($1, $3, ($4) & 1)|>)
+# TILE_WG_ACCUMULATE_PV(acc, p, tiles, n): acc's output += p V_n (p from registers).
+m4_define(<|TILE_WG_ACCUMULATE_PV|>, <|TILE_ARGS(<|TILE_WG_ACCUMULATE_PV|>, <|$4|>, 4)tile::attn::wg_pv($1, $2, $3, ($4) & 1)|>)
+
 m4_changecom()m4_divert(0)m4_dnl

@@ -442,5 +442,169 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
     }
 }
 
+// ------------------------------------------------------------------------------ Hopper path
+// The same algorithm on sm_90a's warpgroup matrix products (wgmma): WGS warpgroups of 128
+// threads, each owning 64 query rows; Q, K and V tiles in shared memory in the 128-byte
+// swizzled layout wgmma reads through descriptors (rows of 64 columns, 128 bytes, in 8-row
+// atoms whose 16-byte chunks are XOR-permuted by row), two stages of K and V so the copies of
+// the next key tile overlap both products and the softmax of this one. P stays in registers
+// as the A operand of P V. The accumulator fragments have the mma layout above (warp w of the
+// program owns rows 16w..16w+15), so masking, the online softmax and the store are shared.
+template <typename T, int N> struct wgmma_op;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TILE_HAS_WGMMA 1
+#include "wgmma_ops.inc"
+#else
+#define TILE_HAS_WGMMA 0
+#endif
+
+template <int HEAD_DIM_, int BLOCK_N_, int WGS_> struct wg_layout {
+    static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
+    static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
+    static constexpr int WARP_ROWS = 16, MF = 1;   // fragments as the mma path sees them
+    static constexpr int CHUNKS = HEAD_DIM / 8, PITCH = HEAD_DIM + 8; // output staging
+    static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
+    static constexpr int D_BLOCKS = HEAD_DIM / 64;  // 64-column swizzle blocks of a row
+    static constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2, KV_BYTES = BLOCK_N * HEAD_DIM * 2;
+    static constexpr int STAGING_BYTES = BLOCK_M * PITCH * 2;
+    static constexpr int Q_REGION = ((Q_BYTES > STAGING_BYTES ? Q_BYTES : STAGING_BYTES) + 1023) / 1024 * 1024;
+    static constexpr int SMEM_BYTES = Q_REGION + 4 * KV_BYTES + 1024; // + alignment slack
+    static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0, "64-column swizzle blocks, k-steps of 16");
+};
+
+template <typename L, typename T> struct wg_tiles {
+    T *q;        // also the output staging (padded rows of PITCH)
+    T *k[2], *v[2];
+};
+template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_shared_tiles() {
+    extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
+    // the swizzle atoms must sit on 1024-byte boundaries
+    const uintptr_t base = ((uintptr_t)tile_dynamic_smem + 1023) & ~(uintptr_t)1023;
+    unsigned char *p = reinterpret_cast<unsigned char *>(base);
+    wg_tiles<L, T> t;
+    t.q = reinterpret_cast<T *>(p);
+    for (int s = 0; s < 2; s++) {
+        t.k[s] = reinterpret_cast<T *>(p + L::Q_REGION + (2 * s) * L::KV_BYTES);
+        t.v[s] = reinterpret_cast<T *>(p + L::Q_REGION + (2 * s + 1) * L::KV_BYTES);
+    }
+    return t;
+}
+
+// Byte offset of 16-byte chunk c (of HEAD_DIM / 8) of row r in a swizzled tile of `rows` rows.
+__device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
+    return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab into a swizzled tile;
+// rows >= rows_valid and columns >= head_dim become zeros.
+template <typename L, int ROWS, typename T>
+__device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, int64_t ld, int32_t row0,
+                                             int32_t rows_valid, int32_t head_dim) {
+    const int chunks_valid = head_dim / 8;
+    unsigned char *dst = reinterpret_cast<unsigned char *>(smem);
+#pragma unroll
+    for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) {
+        const int r = i / L::CHUNKS, c = i % L::CHUNKS;
+        const bool valid = row0 + r < rows_valid && c < chunks_valid;
+        const T *src = valid ? base + (int64_t)(row0 + r) * ld + c * 8 : base;
+        copy16(dst + swizzled(ROWS, r, c), src, valid);
+    }
+}
+template <typename L, typename T>
+__device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                          const block &k) {
+    wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), a.q_seq, k.m0, k.seq_q, a.head_dim);
+}
+// K and V tile n into stage n % 2.
+template <typename L, typename T>
+__device__ __forceinline__ void wg_copy_kv(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                           const block &k, int32_t n) {
+    wg_copy_tile<L, L::BLOCK_N>(s.k[n & 1], k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.v[n & 1], v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+}
+// Waits for this thread's copies, makes them visible to the tensor cores' (async) proxy, then
+// waits for the program: the next stage is whole and every warp is done with the last one.
+__device__ __forceinline__ void wg_copy_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.wait_group 0;\n\tfence.proxy.async.shared::cta;" ::: "memory");
+#else
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); // never runs: sm_90-only variants
+#endif
+    __syncthreads();
+}
+
+// Matrix descriptor of a swizzled tile at `p`: 128-byte swizzle; lbo and sbo in bytes.
+__device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_t sbo) {
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+           (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+// Keeps the compiler from moving reads or writes of wgmma accumulators across the asynchronous
+// products (they are in flight between issue and wait).
+template <int N> __device__ __forceinline__ void wg_fence_operands(float (&d)[N][4]) {
+#pragma unroll
+    for (int j = 0; j < N; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[j][e])::"memory");
+}
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;" ::: "memory");
+}
+
+// S = Q K^T for the warpgroup's 64 rows against key tile stage s (K-major operands).
+template <typename L, typename T>
+__device__ __forceinline__ void wg_qk(scores<L> &S, const wg_tiles<L, T> &t, int stage) {
+#if TILE_HAS_WGMMA
+    const int wg = threadIdx.x / 128;
+    const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q) + wg * 64 * 128;
+    const unsigned char *kt = reinterpret_cast<const unsigned char *>(t.k[stage]);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
+        const uint32_t qo = (kk >> 2) * L::BLOCK_M * 128 + (kk & 3) * 32;
+        const uint32_t ko = (kk >> 2) * L::BLOCK_N * 128 + (kk & 3) * 32;
+        wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc(q + qo, 16, 1024),
+                                    wg_desc(kt + ko, 16, 1024), kk > 0);
+    }
+    wg_wait();
+    wg_fence_operands(S.s[0]);
+#else
+    (void)S, (void)t, (void)stage;
+    __trap(); // wgmma variants are registered for sm_90 only
+#endif
+}
+
+// O += P V for value tile stage s: P from registers, V N-major (d contiguous) by descriptor.
+template <typename L, typename T>
+__device__ __forceinline__ void wg_pv(state<L> &st, const scores<L> &P, const wg_tiles<L, T> &t,
+                                      int stage) {
+#if TILE_HAS_WGMMA
+    const unsigned char *vt = reinterpret_cast<const unsigned char *>(t.v[stage]);
+    // every operand register is written before the fence: none changes while products run
+    uint32_t pa[L::BLOCK_N / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
+        pa[kk][0] = mma_type<T>::pack(P.s[0][2 * kk][0], P.s[0][2 * kk][1]);
+        pa[kk][1] = mma_type<T>::pack(P.s[0][2 * kk][2], P.s[0][2 * kk][3]);
+        pa[kk][2] = mma_type<T>::pack(P.s[0][2 * kk + 1][0], P.s[0][2 * kk + 1][1]);
+        pa[kk][3] = mma_type<T>::pack(P.s[0][2 * kk + 1][2], P.s[0][2 * kk + 1][3]);
+    }
+    wg_fence_operands(st.o[0]);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
+        // 16 key rows a step; the head's 64-column blocks lie BLOCK_N * 128 bytes apart
+        wgmma_op<T, L::HEAD_DIM>::rs(&st.o[0][0][0], pa[kk],
+                                     wg_desc(vt + kk * 16 * 128, L::BLOCK_N * 128, 1024));
+    }
+    wg_wait();
+    wg_fence_operands(st.o[0]);
+#else
+    (void)st, (void)P, (void)t, (void)stage;
+    __trap();
+#endif
+}
+
 } // namespace attn
 } // namespace tile
