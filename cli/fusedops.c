@@ -4,16 +4,21 @@
  *   fusedops list [--op OP] [--dtype D]         embedded variants, archs and parameters
  *   fusedops explain OP --dtype D --shape RxC [--arch sm_NN] [--align BYTES]
  *                    [--ld-x N] [--ld-y N]       the variant dispatch picks, and why
+ *   fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
+ *                    [--seqlen-k N] [--arch sm_NN]
  *   fusedops check [--dtype D] [--variant NAME] [--quick]
  *                                                every variant vs a float64 CPU reference
  *   fusedops bench OP --dtype D --shape RxC [--variant NAME] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
+ *   fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
+ *                    [--seqlen-k N] [--variant NAME] [--iters N]     TFLOP/s
  *   fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] [--min-cols N]
  *                                                time every eligible variant over a shape grid
  *                                                and write the winners (autotune_results/)
  *   fusedops version
  *
- * OP: softmax, log_softmax, layernorm, rmsnorm, residual_dropout, residual_dropout_norm.
+ * OP: softmax, log_softmax, layernorm, rmsnorm, residual_dropout, residual_dropout_norm;
+ * attention takes its own shape (batch x heads x sequence x head_dim).
  * Exit codes: 0 success, 1 a check failed or a call failed, 2 usage, 3 no GPU.
  */
 #include <inttypes.h>
@@ -33,6 +38,10 @@ typedef struct options {
     int dtype; /* -1: all */
     int64_t rows, cols, ld_x, ld_y;
     int32_t arch, align, iters, quick, log_softmax;
+    int64_t dims[4]; /* --shape: rows x cols (dims 0, 1), or attention's B x H x S x D */
+    int ndims;
+    int64_t heads_kv, seqlen_k; /* attention: 0 means heads and S */
+    int causal;
 } options;
 
 /* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
@@ -43,6 +52,7 @@ typedef enum cli_op {
     OP_RMSNORM,
     OP_RESIDUAL_DROPOUT,
     OP_RESIDUAL_DROPOUT_NORM,
+    OP_ATTENTION,
     OP_COUNT_
 } cli_op;
 static const struct {
@@ -55,6 +65,7 @@ static const struct {
     [OP_RMSNORM] = {"rmsnorm", "norm", 1, 1},
     [OP_RESIDUAL_DROPOUT] = {"residual_dropout", "norm", 2, 1},
     [OP_RESIDUAL_DROPOUT_NORM] = {"residual_dropout_norm", "norm", 2, 2},
+    [OP_ATTENTION] = {"attention", "attention", 3, 1}, /* q, k, v; o */
 };
 
 static int parse_op(const char *s) {
@@ -69,12 +80,17 @@ static int usage(const char *msg) {
           "  fusedops list [--op OP] [--dtype f32|f16|bf16]\n"
           "  fusedops explain OP --dtype D --shape ROWSxCOLS [--arch sm_NN] [--align BYTES]"
           " [--ld-x N] [--ld-y N]\n"
+          "  fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
+          " [--seqlen-k N] [--arch sm_NN]\n"
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
+          "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
+          " [--seqlen-k N] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] "
           "[--min-cols N]\n"
           "  fusedops version\n"
-          "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n",
+          "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n"
+          "attention: B batch, H query heads, S query length, D head_dim\n",
           stderr);
     return EXIT_USAGE;
 }
@@ -94,19 +110,29 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--log")) o->log_softmax = 1;
+        else if (!strcmp(a, "--causal")) o->causal = 1;
         else if (!v) return usage("option needs a value");
         else if (!strcmp(a, "--op")) o->op = argv[++i];
         else if (!strcmp(a, "--variant")) o->variant = argv[++i];
         else if (!strcmp(a, "--dtype")) {
             if ((o->dtype = parse_dtype(argv[++i])) < 0) return usage("unknown --dtype");
         } else if (!strcmp(a, "--shape")) {
-            char tail;
-            long long r, c;
-            if (sscanf(argv[++i], "%lldx%lld%c", &r, &c, &tail) != 2)
-                return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
-            o->rows = r;
-            o->cols = c;
-        } else if (!strcmp(a, "--arch")) {
+            /* 2 to 4 numbers separated by 'x' */
+            const char *p = argv[++i];
+            char *end;
+            for (o->ndims = 0; o->ndims < 4; o->ndims++) {
+                o->dims[o->ndims] = strtoll(p, &end, 10);
+                if (end == p) return usage("--shape is ROWSxCOLS (attention: BxHxSxD)");
+                p = end;
+                if (*p != 'x') break;
+                p++;
+            }
+            if (*p) return usage("--shape is ROWSxCOLS (attention: BxHxSxD)");
+            o->ndims++;
+            o->rows = o->dims[0];
+            o->cols = o->dims[1];
+        } else if (!strcmp(a, "--heads-kv")) o->heads_kv = atoll(argv[++i]);
+        else if (!strcmp(a, "--seqlen-k")) o->seqlen_k = atoll(argv[++i]); else if (!strcmp(a, "--arch")) {
             if (sscanf(argv[++i], "sm_%" SCNd32, &o->arch) != 1) return usage("--arch is sm_NN");
         } else if (!strcmp(a, "--align")) o->align = atoi(argv[++i]);
         else if (!strcmp(a, "--iters")) o->iters = atoi(argv[++i]);
@@ -130,7 +156,7 @@ static int open_gpu(support_gpu *gpu) {
 }
 
 static int cmd_list(const options *o) {
-    printf("%-40s %-8s %-5s %-9s %7s %7s %9s %5s  %s\n", "variant", "op", "dtype", "arch",
+    printf("%-40s %-9s %-5s %-9s %7s %7s %9s %5s  %s\n", "variant", "op", "dtype", "arch",
            "threads", "cluster", "max_cols", "align", "params");
     int shown = 0;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
@@ -143,7 +169,7 @@ static int cmd_list(const options *o) {
         else snprintf(arch, sizeof arch, "sm_%d+", v.arch_min);
         if (v.max_cols) snprintf(cols, sizeof cols, "%lld", (long long)v.max_cols);
         else snprintf(cols, sizeof cols, "any");
-        printf("%-40s %-8s %-5s %-9s %7d %7d %9s %5d  %s\n", v.name, v.op,
+        printf("%-40s %-9s %-5s %-9s %7d %7d %9s %5d  %s\n", v.name, v.op,
                tile_dtype_string(v.dtype), arch, v.threads, v.cluster, cols, v.align_bytes,
                v.params);
         shown++;
@@ -152,12 +178,54 @@ static int cmd_list(const options *o) {
     return 0;
 }
 
+/* Attention's problem from --shape BxHxSxD, --heads-kv and --seqlen-k: BSHD, dense, on the
+ * pointers given (explain's are never dereferenced). Returns 0 or a usage error. */
+static int attention_args_of(const options *o, void *q, void *k, void *v, void *out,
+                             tile_flash_attention_args *a) {
+    if (o->ndims != 4) return usage("attention's --shape is BxHxSxD, e.g. 2x16x1024x128");
+    tile_flash_attention_init(a, sizeof *a);
+    const int64_t hq = o->dims[1], hkv = o->heads_kv ? o->heads_kv : hq, d = o->dims[3];
+    a->dtype = (tile_dtype)o->dtype;
+    a->batch = (int32_t)o->dims[0];
+    a->heads_q = (int32_t)hq;
+    a->heads_kv = (int32_t)hkv;
+    a->head_dim = (int32_t)d;
+    a->causal = o->causal;
+    a->seqlen_q = o->dims[2];
+    a->seqlen_k = o->seqlen_k ? o->seqlen_k : o->dims[2];
+    if (a->batch != o->dims[0] || a->heads_q != hq || a->heads_kv != hkv || a->head_dim != d)
+        return usage("--shape and --heads-kv take 32-bit batch, heads and head_dim");
+    a->q = q, a->k = k, a->v = v, a->o = out;
+    a->q_head_stride = a->k_head_stride = a->v_head_stride = a->o_head_stride = d;
+    a->q_seq_stride = a->o_seq_stride = hq * d;
+    a->k_seq_stride = a->v_seq_stride = hkv * d;
+    a->q_batch_stride = a->o_batch_stride = a->seqlen_q * hq * d;
+    a->k_batch_stride = a->v_batch_stride = a->seqlen_k * hkv * d;
+    return 0;
+}
+
+static void print_decision(const tile_decision *d) {
+    tile_variant_info v = {.struct_size = sizeof v};
+    tile_variant_get(d->variant, &v);
+    printf("  variant:  %s\n  params:   %s\n  rule:     %s\n  why:      %s\n  eligible: %d "
+           "variants\n",
+           v.name, v.params, tile_rule_string(d->rule), d->reason, d->eligible);
+}
+
 static int cmd_explain(int argc, char **argv) {
     const int op = argc < 3 ? -1 : parse_op(argv[2]);
     if (op < 0) return usage("explain takes an op (OP below)");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
-    if (o.dtype < 0 || !o.rows) return usage("explain needs --dtype and --shape");
+    if (o.dtype < 0 || !o.ndims) return usage("explain needs --dtype and --shape");
+    tile_flash_attention_args a;
+    static _Alignas(256) unsigned char stand_in[512]; /* attention's pointers, never read */
+    if (op == OP_ATTENTION) {
+        if (attention_args_of(&o, stand_in, stand_in, stand_in, stand_in + 256, &a))
+            return EXIT_USAGE;
+    } else if (o.ndims != 2) {
+        return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
+    }
     tile_decision d = {.struct_size = sizeof d};
     if (o.arch == 0) {
         support_gpu gpu;
@@ -166,21 +234,24 @@ static int cmd_explain(int argc, char **argv) {
             return EXIT_NO_GPU;
         }
     }
-    tile_status s = (strcmp(op_info[op].family, "norm") ? tile_softmax_explain
-                                                        : tile_norm_explain)(
+    tile_status s;
+    if (op == OP_ATTENTION) s = tile_flash_attention_explain(&a, o.arch, &d);
+    else s = (strcmp(op_info[op].family, "norm") ? tile_softmax_explain : tile_norm_explain)(
         (tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x, o.align, o.arch, &d);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;
     }
-    tile_variant_info v = {.struct_size = sizeof v};
-    tile_variant_get(d.variant, &v);
-    printf("%s %s %lldx%lld (ld_x %lld, ld_y %lld, %d-byte aligned) on sm_%d\n",
-           op_info[op].name, tile_dtype_string((tile_dtype)o.dtype), (long long)o.rows, (long long)o.cols,
-           (long long)o.ld_x, (long long)o.ld_y, o.align, d.arch);
-    printf("  variant:  %s\n  params:   %s\n  rule:     %s\n  why:      %s\n  eligible: %d "
-           "variants\n",
-           v.name, v.params, tile_rule_string(d.rule), d.reason, d.eligible);
+    if (op == OP_ATTENTION)
+        printf("attention %s batch %d, heads %d (kv %d), seqlen %lld (k %lld), head_dim %d%s, "
+               "BSHD on sm_%d\n",
+               tile_dtype_string(a.dtype), a.batch, a.heads_q, a.heads_kv, (long long)a.seqlen_q,
+               (long long)a.seqlen_k, a.head_dim, a.causal ? ", causal" : "", d.arch);
+    else
+        printf("%s %s %lldx%lld (ld_x %lld, ld_y %lld, %d-byte aligned) on sm_%d\n",
+               op_info[op].name, tile_dtype_string((tile_dtype)o.dtype), (long long)o.rows,
+               (long long)o.cols, (long long)o.ld_x, (long long)o.ld_y, o.align, d.arch);
+    print_decision(&d);
     return 0;
 }
 
@@ -266,6 +337,42 @@ static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_
     return failures;
 }
 
+/* An attention variant: its full head width and narrower heads (zero-padded in shared
+ * memory), ragged query and key lengths (more queries than keys leaves causal rows that see
+ * no key), causal or not, GQA and MQA, BSHD and BHSD, fixed lengths and varlen, with lse. */
+static int check_attention_variant(const support_gpu *gpu, int32_t index,
+                                   const tile_variant_info *v, int quick, int *cases) {
+    const int32_t cap = (int32_t)v->max_cols;
+    const int32_t dims[] = {cap, cap - 8, cap == 32 ? 8 : cap / 2 + 8};
+    static const int64_t lengths[][2] = {{1, 1}, {17, 97}, {97, 17}, {130, 257}};
+    const int nlengths = quick ? 3 : 4;
+    int failures = 0;
+    for (int w = 0; w < 3; w++)
+        for (int l = 0; l < nlengths; l++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int varlen = l % 2 == 1;
+                support_attention_case c = {
+                    .variant = index, .dtype = v->dtype, .batch = varlen ? 3 : 2,
+                    .heads_q = causal ? 3 : 4, .heads_kv = causal ? 1 : 2, .head_dim = dims[w],
+                    .seqlen_q = lengths[l][0], .seqlen_k = lengths[l][1], .causal = causal,
+                    .varlen = varlen, .bhsd = (l + causal) % 2, .lse = 1,
+                    .seed = 1000u * (uint64_t)index + 10u * (uint64_t)w + (uint64_t)l};
+                tile_status s;
+                double err = 0;
+                int64_t bad = support_attention_run(gpu, &c, &s, &err);
+                (*cases)++;
+                if (bad) {
+                    failures++;
+                    fprintf(stderr, "FAIL %s attention %dx%dx%lldx%d kv %lld%s%s: %s: %s\n",
+                            v->name, c.batch, c.heads_q, (long long)c.seqlen_q, c.head_dim,
+                            (long long)c.seqlen_k, causal ? " causal" : "",
+                            varlen ? " varlen" : "", tile_status_string(s),
+                            bad < 0 ? tile_last_error() : "mismatches above");
+                }
+            }
+    return failures;
+}
+
 static int cmd_check(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, 2, &o)) return EXIT_USAGE;
@@ -282,8 +389,9 @@ static int cmd_check(int argc, char **argv) {
             skipped++;
             continue;
         }
-        int f = strcmp(v.op, "norm") ? check_variant(&gpu, i, &v, o.quick, &cases)
-                                     : check_norm_variant(&gpu, i, &v, o.quick, &cases);
+        int f = !strcmp(v.op, "norm")        ? check_norm_variant(&gpu, i, &v, o.quick, &cases)
+                : !strcmp(v.op, "attention") ? check_attention_variant(&gpu, i, &v, o.quick, &cases)
+                                             : check_variant(&gpu, i, &v, o.quick, &cases);
         variants++;
         if (f) failed++;
         printf("%-40s %s\n", v.name, f ? "FAIL" : "ok");
@@ -301,6 +409,7 @@ typedef struct bench_buffers {
     CUdeviceptr x[64], y, s, weight, bias;
     int copies;
     size_t bytes; /* one rows x cols tensor */
+    const tile_flash_attention_args *attention; /* OP_ATTENTION's call (its own buffers) */
 } bench_buffers;
 
 static void upload_uniform(const support_gpu *gpu, tile_dtype dtype, CUdeviceptr *dst, size_t n,
@@ -348,6 +457,9 @@ static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const
     const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies]);
     void *y = DEVICE_PTR(b->y), *s = DEVICE_PTR(b->s);
     const void *weight = DEVICE_PTR(b->weight), *bias = DEVICE_PTR(b->bias);
+    if (op == OP_ATTENTION)
+        return variant >= 0 ? tile_flash_attention_variant(variant, b->attention, NULL)
+                            : tile_flash_attention(b->attention, NULL);
     if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
         const int log = op == OP_LOG_SOFTMAX;
         if (variant >= 0)
@@ -425,11 +537,69 @@ static int batch_for(size_t bytes) {
     return n < 1 ? 1 : n > 200 ? 200 : n;
 }
 
+/* fusedops bench attention: TFLOP/s of one BSHD problem, q, k and v uniform in [-1, 1). It is
+ * compute-bound, so the inputs are not rotated. FLOPs: 4 * b * h * s_q * s_k * d (QK^T and PV),
+ * halved for causal. */
+static int bench_attention(const options *o, int32_t variant) {
+    if (o->dtype < 0 || o->ndims != 4) return usage("bench attention needs --dtype and --shape BxHxSxD");
+    for (int i = 0; i < 4; i++)
+        if (o->dims[i] < 1 || o->dims[i] > (1 << 20))
+            return usage("--shape needs B, H, S and D in [1, 2^20]");
+    const int64_t hkv = o->heads_kv ? o->heads_kv : o->dims[1];
+    const int64_t sk = o->seqlen_k ? o->seqlen_k : o->dims[2];
+    const double nq = (double)o->dims[0] * (double)o->dims[1] * (double)o->dims[2] * (double)o->dims[3];
+    const double nk = (double)o->dims[0] * (double)hkv * (double)sk * (double)o->dims[3];
+    if (hkv < 1 || sk < 1 || nq > (double)(1LL << 32) || nk > (double)(1LL << 32))
+        return usage("bench attention takes at most 2^32 elements per tensor");
+    support_gpu gpu;
+    if (open_gpu(&gpu)) return EXIT_NO_GPU;
+    const tile_dtype dtype = (tile_dtype)o->dtype;
+    CUdeviceptr q, k, v, out;
+    upload_uniform(&gpu, dtype, &q, (size_t)nq, 11, -1.0f, 1.0f);
+    upload_uniform(&gpu, dtype, &k, (size_t)nk, 12, -1.0f, 1.0f);
+    upload_uniform(&gpu, dtype, &v, (size_t)nk, 13, -1.0f, 1.0f);
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&out, (size_t)nq * support_dtype_size(dtype)));
+    tile_flash_attention_args a;
+    if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out), &a))
+        return EXIT_USAGE;
+    const double flops = 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
+    bench_buffers b = {.attention = &a};
+    /* about 1 ms per batch at 200 TFLOP/s plus 4 us per launch */
+    const double est_ms = flops / 200e12 * 1e3 + 0.004;
+    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
+    double ms;
+    tile_status s = time_op(&gpu, &b, OP_ATTENTION, variant, dtype, 0, 0, batch,
+                            o->iters < 64 ? o->iters : 64, &ms);
+    if (s != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
+        return EXIT_CHECK_FAILED;
+    }
+    const char *name = o->variant;
+    tile_decision dec = {.struct_size = sizeof dec};
+    tile_variant_info info = {.struct_size = sizeof info};
+    if (!name && tile_flash_attention_explain(&a, 0, &dec) == TILE_STATUS_SUCCESS &&
+        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
+        name = info.name;
+    printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s) on %s: %s\n"
+           "  %.4f ms, %.1f TFLOP/s\n",
+           tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
+           (long long)o->dims[2], (long long)o->dims[3], (long long)hkv, (long long)sk,
+           o->causal ? ", causal" : "", gpu.name, name ? name : "?", ms,
+           flops / (ms * 1e-3) / 1e12);
+    const CUdeviceptr bufs[] = {q, k, v, out};
+    for (size_t i = 0; i < 4; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
+    support_gpu_close(&gpu);
+    return 0;
+}
+
 static int cmd_bench(int argc, char **argv) {
     int op = argc < 3 ? -1 : parse_op(argv[2]);
     if (op < 0) return usage("bench takes an op (OP below)");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
+    if (op == OP_ATTENTION)
+        return bench_attention(&o, o.variant ? tile_variant_find(o.variant) : -1);
+    if (o.ndims && o.ndims != 2) return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
     if (o.log_softmax && op == OP_SOFTMAX) op = OP_LOG_SOFTMAX; /* --log, as before */
     if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");
     if (o.rows < 1 || o.cols < 1 || o.rows > ((int64_t)1 << 40) / o.cols)

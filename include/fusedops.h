@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TILE_VERSION_MAJOR 0
-#define TILE_VERSION_MINOR 2
+#define TILE_VERSION_MINOR 3
 #define TILE_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
@@ -311,11 +311,14 @@ TILE_API tile_status tile_flash_attention_init(tile_flash_attention_args *args,
 /*
  * Runs flash attention on `stream`. Status: INVALID_ARGUMENT for a NULL or too small args,
  * NULL q, k, v or o, batch, heads or sequence lengths out of range, heads_q not a multiple of
- * heads_kv, negative strides, an output stride below head_dim, only one of the cu_seqlens,
+ * heads_kv, negative strides, o strides under which two output positions share an element
+ * (taken in increasing order, each of o's strides must be at least head_dim plus the span of
+ * the smaller ones; BSHD and BHSD pass), only one of the cu_seqlens,
  * extents that overflow int64, causal not 0 or 1, a scale that is not finite;
  * UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for a head_dim that is not a multiple of 8 in
  * [8, 256]; MISALIGNED unless every pointer is 16-byte aligned and every stride a multiple of
- * 8 elements (16 bytes), or lse is not 4-byte aligned; otherwise as tile_softmax.
+ * 8 elements (16 bytes) (the message names the least aligned argument), or a pointer is not
+ * aligned to its element (lse, cu_seqlens: 4 bytes); otherwise as tile_softmax.
  */
 TILE_API tile_status tile_flash_attention(const tile_flash_attention_args *args,
                                           tile_stream stream);

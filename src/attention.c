@@ -1,5 +1,7 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attention_args.h"
@@ -48,10 +50,58 @@ typedef struct tensor_desc {
     int is_output;
 } tensor_desc;
 
-/* Checks a tensor's pointer, strides and byte extent; lowers *align to what its pointer and
+/* The alignment of every tensor pointer and stride (what dispatch matches against a variant's
+ * align_bytes), and the argument that set it, for a MISALIGNED message that names it. */
+typedef struct alignment {
+    int32_t bytes;
+    char what[96];
+} alignment;
+
+static void lower_alignment(alignment *al, uint64_t value, const char *fmt, ...)
+    TILE_PRINTF(3, 4);
+static void lower_alignment(alignment *al, uint64_t value, const char *fmt, ...) {
+    const int32_t a = tile_alignment_of(value);
+    if (a >= al->bytes) return;
+    al->bytes = a;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(al->what, sizeof al->what, fmt, ap);
+    va_end(ap);
+}
+
+/* An output's positions must not share elements: taken in increasing order, each of its
+ * strides (over an axis of more than one position) is at least the span of head_dim and the
+ * axes before it. */
+static tile_status check_output_overlap(const char *fn, const tensor_desc *t, int64_t head_dim,
+                                        const int64_t strides[3], const int64_t counts[3],
+                                        const char *const axis[3]) {
+    int order[3] = {2, 1, 0}, n = 0; /* head, seq, batch: the usual increasing order */
+    for (int i = 0; i < 3; i++)
+        if (counts[order[i]] > 1) order[n++] = order[i];
+    for (int i = 1; i < n; i++) /* insertion sort by stride; ties keep the usual order */
+        for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
+            const int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    int64_t span = head_dim; /* no overflow: the extent check bounds the sum */
+    for (int i = 0; i < n; i++) {
+        const int x = order[i];
+        if (strides[x] < span)
+            return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                             "%s: %s_%s_stride is %lld; it must be >= %lld (head_dim %lld and "
+                             "the axes of smaller stride), or %s's positions overlap",
+                             fn, t->name, axis[x], (long long)strides[x], (long long)span,
+                             (long long)head_dim, t->name);
+        span += (counts[x] - 1) * strides[x];
+    }
+    return TILE_STATUS_SUCCESS;
+}
+
+/* Checks a tensor's pointer, strides and byte extent; lowers al to what its pointer and
  * strides allow. */
 static tile_status check_tensor(const char *fn, const tensor_desc *t, int64_t head_dim,
-                                size_t elem, int32_t *align) {
+                                size_t elem, alignment *al) {
     if (!t->p) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn, t->name);
     const int64_t strides[3] = {t->batch_stride, t->seq_stride, t->head_stride};
     const int64_t counts[3] = {t->batches, t->tokens, t->heads};
@@ -63,12 +113,6 @@ static tile_status check_tensor(const char *fn, const tensor_desc *t, int64_t he
             return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                              "%s: %s_%s_stride is %lld; strides must be >= 0", fn, t->name,
                              axis[i], (long long)strides[i]);
-        /* An output's positions must not share elements: each of its seq and head strides is
-         * at least head_dim (where that axis has more than one position). */
-        if (t->is_output && i > 0 && counts[i] > 1 && strides[i] < head_dim)
-            return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                             "%s: %s_%s_stride is %lld; it must be >= head_dim (%lld)", fn,
-                             t->name, axis[i], (long long)strides[i], (long long)head_dim);
         if (counts[i] > 1 && strides[i] > 0) {
             if (strides[i] > (limit - last) / (counts[i] - 1))
                 return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
@@ -78,22 +122,25 @@ static tile_status check_tensor(const char *fn, const tensor_desc *t, int64_t he
                                  (long long)strides[i], elem);
             last += (counts[i] - 1) * strides[i];
         }
-        if (counts[i] > 1) {
-            const int32_t a = tile_alignment_of((uint64_t)strides[i] * elem);
-            if (a < *align) *align = a;
-        }
+        if (counts[i] > 1)
+            lower_alignment(al, (uint64_t)strides[i] * elem, "%s_%s_stride %lld (%llu bytes)",
+                            t->name, axis[i], (long long)strides[i],
+                            (unsigned long long)strides[i] * elem);
+    }
+    if (t->is_output) {
+        tile_status s = check_output_overlap(fn, t, head_dim, strides, counts, axis);
+        if (s != TILE_STATUS_SUCCESS) return s;
     }
     if ((uintptr_t)t->p % elem)
         return tile_fail(TILE_STATUS_MISALIGNED, "%s: %s (%p) is not aligned to its %zu-byte elements",
                          fn, t->name, t->p, elem);
-    const int32_t a = tile_alignment_of((uintptr_t)t->p);
-    if (a < *align) *align = a;
+    lower_alignment(al, (uintptr_t)t->p, "%s (%p)", t->name, t->p);
     return TILE_STATUS_SUCCESS;
 }
 
 /* Validates *a (every rule in fusedops.h) and computes the alignment of every tensor. */
 static tile_status check_args(const char *fn, const tile_flash_attention_args *a,
-                              int32_t *align) {
+                              alignment *align) {
     if (a->dtype != TILE_DTYPE_F16 && a->dtype != TILE_DTYPE_BF16)
         return tile_fail(TILE_STATUS_UNSUPPORTED_DTYPE,
                          "%s: dtype %d (%s) is not TILE_DTYPE_F16 or TILE_DTYPE_BF16", fn,
@@ -155,7 +202,7 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
         {"o", a->o, a->o_batch_stride, a->o_seq_stride, a->o_head_stride, batches, tokens_q,
          a->heads_q, 1},
     };
-    *align = 256;
+    *align = (alignment){.bytes = 256};
     for (int i = 0; i < 4; i++) {
         tile_status s = check_tensor(fn, &tensors[i], a->head_dim, elem, align);
         if (s != TILE_STATUS_SUCCESS) return s;
@@ -163,9 +210,13 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     if (a->lse && (uintptr_t)a->lse % sizeof(float))
         return tile_fail(TILE_STATUS_MISALIGNED, "%s: lse (%p) is not aligned to its 4-byte floats",
                          fn, (void *)a->lse);
-    if (varlen && ((uintptr_t)a->cu_seqlens_q % 4 || (uintptr_t)a->cu_seqlens_k % 4))
-        return tile_fail(TILE_STATUS_MISALIGNED, "%s: cu_seqlens_%s is not aligned to 4 bytes", fn,
-                         (uintptr_t)a->cu_seqlens_q % 4 ? "q" : "k");
+    for (int i = 0; varlen && i < 2; i++) {
+        const int32_t *cu = i ? a->cu_seqlens_k : a->cu_seqlens_q;
+        if ((uintptr_t)cu % sizeof(int32_t))
+            return tile_fail(TILE_STATUS_MISALIGNED,
+                             "%s: cu_seqlens_%s (%p) is not aligned to its 4-byte int32s", fn,
+                             i ? "k" : "q", (const void *)cu);
+    }
     return TILE_STATUS_SUCCESS;
 }
 
@@ -222,24 +273,35 @@ static tile_status launch(const tile_device *device, int32_t variant,
     return tile_launch(device, variant, m_blocks * a->heads_q * a->batch, stream, args);
 }
 
+/* Dispatch's MISALIGNED names the alignment a variant needs; add which argument of the
+ * caller's has less (and the function, where the message lacks it). */
+static tile_status name_misaligned(const char *fn, tile_status s, const alignment *al) {
+    if (s != TILE_STATUS_MISALIGNED) return s;
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", tile_last_error());
+    const int named = !strncmp(detail, fn, strlen(fn));
+    return tile_fail(s, "%s%s%s; the least aligned argument is %s", named ? "" : fn,
+                     named ? "" : ": ", detail, al->what);
+}
+
 static tile_status run(const char *fn, int forced, int32_t variant,
                        const tile_flash_attention_args *args, tile_stream stream) {
     tile_begin_call();
     tile_flash_attention_args a;
     tile_status s = copy_args(fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;
-    int32_t align;
-    if ((s = check_args(fn, &a, &align)) != TILE_STATUS_SUCCESS) return s;
-    if (forced && (s = tile_check_variant_index(fn, variant))) return s;
+    alignment al;
+    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
+    if (forced && (s = tile_check_variant_index(fn, variant, attention_op, a.dtype))) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = problem_of(&a, align);
+    tile_problem p = problem_of(&a, al.bytes);
     p.arch = device->arch;
     p.sm_count = device->sm_count;
     p.smem_limit = device->smem_limit;
     if (forced) s = tile_check_variant(fn, variant, &p);
     else s = tile_dispatch_cached(&p, &variant);
-    if (s != TILE_STATUS_SUCCESS) return s;
+    if (s != TILE_STATUS_SUCCESS) return name_misaligned(fn, s, &al);
     return launch(device, variant, &a, stream);
 }
 
@@ -260,8 +322,8 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     if (s != TILE_STATUS_SUCCESS) return s;
     tile_flash_attention_args a;
     if ((s = copy_args(fn, args, &a)) != TILE_STATUS_SUCCESS) return s;
-    int32_t align;
-    if ((s = check_args(fn, &a, &align)) != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = problem_of(&a, align);
-    return tile_explain_problem(fn, &p, arch, decision);
+    alignment al;
+    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
+    tile_problem p = problem_of(&a, al.bytes);
+    return name_misaligned(fn, tile_explain_problem(fn, &p, arch, decision), &al);
 }

@@ -284,15 +284,21 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     return TILE_STATUS_SUCCESS;
 }
 
-tile_status tile_check_variant_index(const char *fn, int32_t variant) {
+tile_status tile_check_variant_index(const char *fn, int32_t variant, const char *op,
+                                     tile_dtype dtype) {
     if (variant < 0 || variant >= tile_registry_count)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: variant %d is outside [0, %d)", fn,
                          variant, tile_registry_count);
+    const tile_variant *v = &tile_registry[variant];
+    if (strcmp(v->op, op) || v->dtype != dtype)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: variant %d (%s) is a %s %s variant, not %s %s",
+                         fn, variant, v->name, v->op, tile_dtype_string(v->dtype), op,
+                         tile_dtype_string(dtype));
     return TILE_STATUS_SUCCESS;
 }
 
 tile_status tile_check_variant(const char *fn, int32_t variant, const tile_problem *p) {
-    tile_status s = tile_check_variant_index(fn, variant);
+    tile_status s = tile_check_variant_index(fn, variant, p->op, p->dtype);
     if (s != TILE_STATUS_SUCCESS) return s;
     const tile_variant *v = &tile_registry[variant];
     const char *why = NULL;
@@ -316,13 +322,9 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                          "%s: %s lacks work this call needs (features 0x%x of 0x%x: 0x1 is "
                          "dropout or a keep mask)",
                          fn, v->name, (unsigned)v->features, (unsigned)p->features);
-    if (!strcmp(why, "cols"))
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %s takes at most %lld columns, got cols %lld", fn, v->name,
-                         (long long)v->max_cols, (long long)p->cols);
-    return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s is a %s %s variant, not %s %s", fn,
-                     v->name, v->op, tile_dtype_string(v->dtype), p->op,
-                     tile_dtype_string(p->dtype));
+    /* "cols": op and dtype were checked above */
+    return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s takes at most %lld columns, got cols %lld",
+                     fn, v->name, (long long)v->max_cols, (long long)p->cols);
 }
 
 tile_status tile_check_decision(const char *fn, const tile_decision *decision) {

@@ -90,8 +90,11 @@ tile_status tile_check_operand(const char *op, const char *name, const char *ld_
 tile_status tile_check_vector(const char *op, const char *name, const void *p, int64_t n,
                               size_t elem, int32_t *align);
 
-/* INVALID_ARGUMENT unless 0 <= variant < tile_registry_count (checked before the device). */
-tile_status tile_check_variant_index(const char *fn, int32_t variant);
+/* INVALID_ARGUMENT unless 0 <= variant < tile_registry_count; NOT_SUPPORTED unless the variant
+ * is one of `op` for `dtype`. Needs no device: *_variant entry points check it right after
+ * their arguments. */
+tile_status tile_check_variant_index(const char *fn, int32_t variant, const char *op,
+                                     tile_dtype dtype);
 /* Whether variant `variant` may run problem p, with the status and message a *_variant entry
  * point `fn` reports when it may not (index out of range, wrong op or dtype, arch, shared
  * memory, alignment, shape). */

@@ -140,7 +140,7 @@ static tile_status run(const norm_entry *e, int forced, int32_t variant,
     int32_t align;
     tile_status s = check_args(e, a, &align);
     if (s != TILE_STATUS_SUCCESS) return s;
-    if (forced && (s = tile_check_variant_index(e->fn, variant))) return s;
+    if (forced && (s = tile_check_variant_index(e->fn, variant, norm_op, a->dtype))) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     /* Kernels without dropout hold fewer registers; calls that need it get the ones with it. */

@@ -47,7 +47,8 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
     tile_status s = tile_check_rowwise("tile_softmax_variant", dtype, y, x, rows, cols, ld_y, ld_x,
                                        &align);
     if (s != TILE_STATUS_SUCCESS) return s;
-    if ((s = tile_check_variant_index("tile_softmax_variant", variant)) != TILE_STATUS_SUCCESS)
+    if ((s = tile_check_variant_index("tile_softmax_variant", variant, softmax_op, dtype)) !=
+        TILE_STATUS_SUCCESS)
         return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;

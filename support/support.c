@@ -541,3 +541,212 @@ int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, til
     for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
     return bad;
 }
+
+void support_attention_reference(const tile_flash_attention_args *a, int32_t b, int32_t h,
+                                 int64_t i, double *out, double *lse) {
+    const int varlen = a->cu_seqlens_q != NULL;
+    const int64_t q0 = varlen ? a->cu_seqlens_q[b] : 0, k0 = varlen ? a->cu_seqlens_k[b] : 0;
+    const int64_t len_q = varlen ? a->cu_seqlens_q[b + 1] - q0 : a->seqlen_q;
+    const int64_t len_k = varlen ? a->cu_seqlens_k[b + 1] - k0 : a->seqlen_k;
+    const int64_t bq = varlen ? 0 : b, hk = h / (a->heads_q / a->heads_kv);
+    const float *q = (const float *)a->q + bq * a->q_batch_stride + (q0 + i) * a->q_seq_stride +
+                     h * a->q_head_stride;
+    const float *k = (const float *)a->k + bq * a->k_batch_stride + hk * a->k_head_stride;
+    const float *v = (const float *)a->v + bq * a->v_batch_stride + hk * a->v_head_stride;
+    const double scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->head_dim);
+    /* bottom-right causal: query i sees key j iff j <= i + len_k - len_q */
+    int64_t keys = a->causal ? i + len_k - len_q + 1 : len_k;
+    if (keys > len_k) keys = len_k;
+    for (int32_t d = 0; d < a->head_dim; d++) out[d] = 0.0;
+    if (keys <= 0) {
+        *lse = -INFINITY;
+        return;
+    }
+    double m = -INFINITY, sum = 0.0;
+    for (int pass = 0; pass < 2; pass++) /* pass 0: the max; pass 1: sums */
+        for (int64_t j = 0; j < keys; j++) {
+            const float *kj = k + (k0 + j) * a->k_seq_stride;
+            double s = 0.0;
+            for (int32_t d = 0; d < a->head_dim; d++) s += (double)q[d] * kj[d];
+            s *= scale;
+            if (!pass) {
+                m = s > m ? s : m;
+                continue;
+            }
+            const double p = exp(s - m);
+            const float *vj = v + (k0 + j) * a->v_seq_stride;
+            sum += p;
+            for (int32_t d = 0; d < a->head_dim; d++) out[d] += p * vj[d];
+        }
+    for (int32_t d = 0; d < a->head_dim; d++) out[d] /= sum;
+    *lse = m + log(sum);
+}
+
+void support_attention_tolerance(tile_dtype dtype, int lse, double *atol, double *rtol) {
+    if (lse) { /* fp32 sums of exp2 of fp32 scores */
+        *atol = 1e-3;
+        *rtol = 1e-4;
+        return;
+    }
+    /* The output is a convex combination of v (|v| < 1): rounding each probability to dtype
+     * moves it by at most one unit roundoff of max |v|, and the output's own rounding by one
+     * of |out|; eps is twice the unit roundoff. */
+    const double eps = dtype == TILE_DTYPE_F16 ? 1.0 / (1 << 10) : 1.0 / (1 << 7);
+    *atol = eps;
+    *rtol = eps;
+}
+
+/* One tensor of an attention case: strides and element count for `tokens` tokens per batch
+ * entry (nb entries), `heads` heads, head_dim d, sequence rows padded by 8 elements. */
+static void attention_layout(int bhsd, int64_t nb, int64_t tokens, int64_t heads, int64_t d,
+                             int64_t strides[3], int64_t *count) {
+    const int64_t pad = 8;
+    if (bhsd) {
+        strides[1] = d + pad;                  /* seq */
+        strides[2] = tokens * strides[1];      /* head */
+        strides[0] = heads * strides[2];       /* batch */
+    } else {
+        strides[2] = d;                        /* head */
+        strides[1] = heads * d + pad;          /* seq */
+        strides[0] = tokens * strides[1];      /* batch */
+    }
+    *count = nb * strides[0];
+    if (nb == 1) strides[0] = 0; /* varlen: unused */
+}
+
+int64_t support_attention_run(const support_gpu *gpu, const support_attention_case *c,
+                              tile_status *status, double *max_err) {
+    const tile_driver *drv = gpu->drv;
+    const tile_dtype dt = c->dtype;
+    const size_t elem = support_dtype_size(dt);
+    const int32_t nb = c->batch, hd = c->head_dim;
+    /* sequence lengths, and their offsets when packed */
+    int32_t *cu_q = support_xmalloc((size_t)(nb + 1) * sizeof *cu_q);
+    int32_t *cu_k = support_xmalloc((size_t)(nb + 1) * sizeof *cu_k);
+    cu_q[0] = cu_k[0] = 0;
+    for (int32_t b = 0; b < nb; b++) {
+        const int64_t lq = c->varlen ? c->seqlen_q - (37 * (int64_t)b) % (c->seqlen_q + 1)
+                                     : c->seqlen_q;
+        const int64_t lk = c->varlen ? c->seqlen_k - (53 * (int64_t)b) % (c->seqlen_k + 1)
+                                     : c->seqlen_k;
+        cu_q[b + 1] = cu_q[b] + (int32_t)lq;
+        cu_k[b + 1] = cu_k[b] + (int32_t)lk;
+    }
+    const int64_t slots = c->varlen ? 1 : nb;
+    const int64_t tq = c->varlen ? cu_q[nb] : c->seqlen_q, tk = c->varlen ? cu_k[nb] : c->seqlen_k;
+    int64_t sq[3], sk[3], sv[3], so[3], nq, nk, nv, no;
+    attention_layout(c->bhsd, slots, tq, c->heads_q, hd, sq, &nq);
+    attention_layout(c->bhsd, slots, tk, c->heads_kv, hd, sk, &nk);
+    attention_layout(!c->bhsd, slots, tk, c->heads_kv, hd, sv, &nv); /* v the other way */
+    attention_layout(c->bhsd, slots, tq, c->heads_q, hd, so, &no);
+    float *q = support_stored_uniform(dt, (size_t)nq, c->seed, -2.0f, 2.0f);
+    float *k = support_stored_uniform(dt, (size_t)nk, c->seed + 1, -2.0f, 2.0f);
+    float *v = support_stored_uniform(dt, (size_t)nv, c->seed + 2, -1.0f, 1.0f);
+    const size_t n_lse = (size_t)(c->heads_q * (c->varlen ? tq : nb * tq));
+    CUdeviceptr bq, bk, bv, bo = 0, blse = 0, bcq = 0, bck = 0;
+    const CUdeviceptr dq = support_upload(gpu, dt, q, (size_t)nq, 0, &bq);
+    const CUdeviceptr dk = support_upload(gpu, dt, k, (size_t)nk, 0, &bk);
+    const CUdeviceptr dv = support_upload(gpu, dt, v, (size_t)nv, 0, &bv);
+    SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bo, (size_t)no * elem + 256));
+    SUPPORT_CHECK(gpu, drv->cuMemsetD8(bo, 0xff, (size_t)no * elem + 256)); /* NaN */
+    SUPPORT_CHECK(gpu, drv->cuMemAlloc(&blse, n_lse * sizeof(float) + 256));
+    SUPPORT_CHECK(gpu, drv->cuMemsetD8(blse, 0xff, n_lse * sizeof(float) + 256));
+    if (c->varlen) {
+        const size_t cu_bytes = (size_t)(nb + 1) * sizeof(int32_t);
+        SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bcq, cu_bytes));
+        SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bck, cu_bytes));
+        SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bcq, cu_q, cu_bytes));
+        SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bck, cu_k, cu_bytes));
+    }
+#define DP(p) ((void *)(uintptr_t)(p))
+    tile_flash_attention_args a = {
+        .struct_size = sizeof a, .dtype = dt, .batch = nb, .heads_q = c->heads_q,
+        .heads_kv = c->heads_kv, .head_dim = hd, .causal = c->causal, .seqlen_q = c->seqlen_q,
+        .seqlen_k = c->seqlen_k, .scale = c->scale, .o = DP(bo), .q = DP(dq), .k = DP(dk),
+        .v = DP(dv), .q_batch_stride = sq[0], .q_seq_stride = sq[1], .q_head_stride = sq[2],
+        .k_batch_stride = sk[0], .k_seq_stride = sk[1], .k_head_stride = sk[2],
+        .v_batch_stride = sv[0], .v_seq_stride = sv[1], .v_head_stride = sv[2],
+        .o_batch_stride = so[0], .o_seq_stride = so[1], .o_head_stride = so[2],
+        .cu_seqlens_q = c->varlen ? DP(bcq) : NULL, .cu_seqlens_k = c->varlen ? DP(bck) : NULL,
+        .total_q = c->varlen ? tq : 0, .total_k = c->varlen ? tk : 0,
+        .lse = c->lse ? DP(blse) : NULL};
+#undef DP
+    const tile_status st = c->variant < 0 ? tile_flash_attention(&a, NULL)
+                                          : tile_flash_attention_variant(c->variant, &a, NULL);
+    *status = st;
+    int64_t bad = -1;
+    if (st == TILE_STATUS_SUCCESS) {
+        SUPPORT_CHECK(gpu, drv->cuCtxSynchronize());
+        void *store = support_xmalloc((size_t)no * elem);
+        float *o = support_xmalloc((size_t)no * sizeof *o);
+        float *lse = support_xmalloc(n_lse * sizeof *lse);
+        SUPPORT_CHECK(gpu, drv->cuMemcpyDtoH(store, bo, (size_t)no * elem));
+        SUPPORT_CHECK(gpu, drv->cuMemcpyDtoH(lse, blse, n_lse * sizeof(float)));
+        support_unpack(dt, o, store, (size_t)no);
+        char label[200];
+        snprintf(label, sizeof label, "%s %s %dx%dx%lldx%d kv %lld heads_kv %d%s%s%s",
+                 c->variant < 0 ? "dispatch" : variant_name(c->variant), tile_dtype_string(dt),
+                 nb, c->heads_q, (long long)c->seqlen_q, hd, (long long)c->seqlen_k, c->heads_kv,
+                 c->causal ? " causal" : "", c->varlen ? " varlen" : "", c->bhsd ? " bhsd" : "");
+        /* the reference reads the host copies at the device's offsets */
+        tile_flash_attention_args ref = a;
+        ref.q = q, ref.k = k, ref.v = v;
+        ref.cu_seqlens_q = c->varlen ? cu_q : NULL;
+        ref.cu_seqlens_k = c->varlen ? cu_k : NULL;
+        uint8_t *written = support_xmalloc((size_t)no);
+        memset(written, 0, (size_t)no);
+        double *want = support_xmalloc((size_t)hd * sizeof *want);
+        float *got = support_xmalloc((size_t)hd * sizeof *got);
+        double atol, rtol, latol, lrtol, err, worst = 0, lse_err;
+        support_attention_tolerance(dt, 0, &atol, &rtol);
+        support_attention_tolerance(dt, 1, &latol, &lrtol);
+        const int64_t rows = (int64_t)c->heads_q * tq * (c->varlen ? 1 : nb);
+        const double work = (double)rows * (double)c->seqlen_k * hd;
+        const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
+        int64_t row = 0;
+        bad = 0;
+        for (int32_t b = 0; b < nb; b++)
+            for (int32_t h = 0; h < c->heads_q; h++) {
+                const int64_t len = cu_q[b + 1] - cu_q[b];
+                for (int64_t i = 0; i < len; i++, row++) {
+                    const int64_t tok = c->varlen ? cu_q[b] + i : i, slot = c->varlen ? 0 : b;
+                    const int64_t at = slot * so[0] + tok * so[1] + h * so[2];
+                    memset(written + at, 1, (size_t)hd);
+                    if (row % step && row != rows - 1) continue;
+                    double want_lse;
+                    support_attention_reference(&ref, b, h, i, want, &want_lse);
+                    memcpy(got, o + at, (size_t)hd * sizeof *got);
+                    char where[260];
+                    snprintf(where, sizeof where, "%s o[b %d, h %d, i %lld]", label, b, h,
+                             (long long)i);
+                    bad += support_compare(where, got, hd, want, 1, hd, atol, rtol, &err);
+                    if (err > worst) worst = err;
+                    if (!c->lse) continue;
+                    const float g = lse[(size_t)(c->varlen ? h * tq + tok
+                                                           : ((int64_t)b * c->heads_q + h) * tq + i)];
+                    /* a row that sees no key: -inf exactly */
+                    if (isinf(want_lse) && !(isinf(g) && g < 0)) {
+                        if (bad < 5) fprintf(stderr, "%s: lse got %.8g, want -inf\n", where, g);
+                        bad++;
+                    } else if (!isinf(want_lse)) {
+                        bad += support_compare(where, &g, 1, &want_lse, 1, 1, latol, lrtol,
+                                               &lse_err);
+                    }
+                }
+            }
+        for (int64_t e = 0; e < no; e++) /* what the call must not write stays poisoned */
+            if (!written[e] && !isnan(o[e])) {
+                if (bad < 5) fprintf(stderr, "%s: wrote padding element %lld\n", label, (long long)e);
+                bad++;
+            }
+        if (max_err) *max_err = worst;
+        void *done[] = {store, o, lse, written, want, got};
+        for (size_t i = 0; i < sizeof done / sizeof *done; i++) free(done[i]);
+    }
+    const CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (bufs[i]) SUPPORT_CHECK(gpu, drv->cuMemFree(bufs[i]));
+    void *host[] = {q, k, v, cu_q, cu_k};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    return bad;
+}

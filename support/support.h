@@ -162,6 +162,47 @@ typedef struct support_norm_case {
 int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, tile_status *status,
                          double *max_err);
 
+
+/* Float64 reference of flash attention (tile_flash_attention), one query row at a time so that
+ * callers can sample rows of large problems. `a` describes the problem exactly as
+ * tile_flash_attention takes it (strides in elements, scale 0 meaning 1 / sqrt(head_dim) in
+ * fp32, bottom-right causal mask, GQA), except that q, k and v point to host floats holding
+ * the stored values at the same element offsets, and cu_seqlens_q / cu_seqlens_k, when given,
+ * to host copies of the offsets. Row: sequence b, query head h, query i (0 <= i < that
+ * sequence's query length). Writes out[head_dim] = softmax(scale * q k^T) v over the keys the
+ * row sees and *lse = log(sum exp(scale * q k^T)) (natural log); a row that sees no key gets
+ * out 0 and lse -inf. Reads head_dim * (1 + 2 * keys) values. */
+void support_attention_reference(const tile_flash_attention_args *a, int32_t b, int32_t h,
+                                 int64_t i, double *out, double *lse);
+
+/* Tolerance for attention, |got - want| <= atol + rtol * |want|: the output stored as dtype
+ * (lse = 0: probabilities rounded to dtype before the PV product, then the output rounded), or
+ * the fp32 log-sum-exp (lse = 1, dtype unused). */
+void support_attention_tolerance(tile_dtype dtype, int lse, double *atol, double *rtol);
+
+/* One attention case on the GPU: q and k uniform in [-2, 2), v in [-1, 1), from `seed`;
+ * every tensor's sequence rows padded by 8 elements (16 bytes: the alignment every variant
+ * needs); q, k and o BSHD (bhsd = 0) or BHSD (bhsd = 1), v in the other layout. o and lse are poisoned (NaN) first; every o element the call must not
+ * write (the padding) must stay poisoned. varlen: the same batch packed with cu_seqlens,
+ * sequence b holding seqlen_q - (37 b mod (seqlen_q + 1)) queries and seqlen_k -
+ * (53 b mod (seqlen_k + 1)) keys (sequence 0 the longest, some empty), seqlen_q / seqlen_k then
+ * the maxima. Rows are compared against support_attention_reference: all of them when
+ * rows x keys x head_dim is at most 2^26, else an evenly spaced sample of about that much work
+ * (the first and last rows included). variant < 0 runs tile_flash_attention, else
+ * tile_flash_attention_variant. Returns the mismatch count (-1 when the call failed: *status
+ * says why); *max_err is the largest output error. */
+typedef struct support_attention_case {
+    int32_t variant;
+    tile_dtype dtype;
+    int32_t batch, heads_q, heads_kv, head_dim;
+    int64_t seqlen_q, seqlen_k;
+    int causal, varlen, bhsd, lse;
+    float scale; /* 0: 1 / sqrt(head_dim) */
+    uint64_t seed;
+} support_attention_case;
+int64_t support_attention_run(const support_gpu *gpu, const support_attention_case *c,
+                              tile_status *status, double *max_err);
+
 #ifdef __cplusplus
 }
 #endif

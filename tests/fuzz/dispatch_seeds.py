@@ -55,6 +55,41 @@ def seed(dtype, rows, cols, ld_y=None, ld_x=None, align=16, a=90, flags=0, y_off
     return b + tail
 
 
+def attention_arch(a):
+    """fuzz_attention's arch: the small form holds 75..106 (0..31) and 0..63 (64..127)."""
+    if 75 <= a <= 106:
+        return i32(a - 75)
+    if 0 <= a <= 63:
+        return i32(a + 64)
+    return bytes([1]) + struct.pack(">i", a)
+
+
+def attention_seed(dtype=2, batch=2, heads_q=16, heads_kv=4, head_dim=128, causal=0,
+                   seqlen_q=1024, seqlen_k=1024, scale=0.0, flags=0, total_q=0, total_k=0,
+                   strides=None, offsets=(0, 0, 0, 0), a=90, index=0, struct_size=None):
+    """The layout fuzz_attention decodes after a first byte 0xE0 | dtype selector (3: f32).
+    strides: {field number 0..11 (q, k, v, o x batch, seq, head): value} replacing the dense
+    BSHD default."""
+    sel = {1: 1, 2: 2, 0: 3}[dtype]
+    b = bytes([0xE0 | sel])
+    b += i32(batch) + i32(heads_q) + i32(heads_kv) + i32(head_dim) + i32(causal)
+    b += i64(seqlen_q) + i64(seqlen_k) + struct.pack(">f", scale)
+    if struct_size is not None:
+        flags |= 0x20
+    b += bytes([flags]) + i64(total_q) + i64(total_k)
+    strides = strides or {}
+    mask = 0
+    for i in strides:
+        mask |= 1 << i
+    b += struct.pack(">H", mask)
+    for i in sorted(strides):
+        b += i64(strides[i])
+    b += struct.pack(">HHHH", *offsets) + attention_arch(a) + i32(index)
+    if struct_size is not None:
+        b += struct.pack(">H", struct_size)
+    return b
+
+
 SEEDS = {
     "f32_small": seed(0, 4, 8),
     "f16_one_row": seed(1, 1, 1000, a=80),
@@ -82,6 +117,26 @@ SEEDS = {
     "tuning_line": seed(1, 4, 8, tail=b"sm_90\tsoftmax\tf16\t1024x4096\tsoftmax_f16_r1_n4096_w4_v8"
                         b"\t10.5\tsoftmax_f16_r1_n4096_w8_v8\t11.0\n"),
     "tuning_bad": seed(2, 4, 8, tail=b"sm_9\tsoftmax\tf64\t3x4096\tx"),
+    # attention (tile_flash_attention*): valid GQA, causal, varlen, and one break each
+    "attn_bf16_gqa": attention_seed(),
+    "attn_f16_causal_d40": attention_seed(dtype=1, head_dim=40, causal=1, seqlen_k=77, a=86),
+    "attn_varlen_lse": attention_seed(flags=1 | 8, seqlen_q=300, seqlen_k=500, total_q=900,
+                                      total_k=1400, a=80, index=5),
+    "attn_varlen_one_cu": attention_seed(flags=1 | 0x40, total_q=10, total_k=10),
+    "attn_f32": attention_seed(dtype=0),
+    "attn_head_dim_12": attention_seed(head_dim=12),
+    "attn_heads_3_of_2": attention_seed(heads_q=3, heads_kv=2),
+    "attn_o_batch_0": attention_seed(strides={9: 0}),
+    "attn_misaligned_k_seq": attention_seed(strides={4: 4 * 128 + 4}, a=90),
+    "attn_odd_q": attention_seed(offsets=(1, 0, 0, 0)),
+    "attn_lse_odd": attention_seed(flags=8 | 0x10),
+    "attn_overflow": attention_seed(strides={0: 2**62}),
+    "attn_sm75": attention_seed(a=75),
+    "attn_arch_0": attention_seed(a=0),
+    "attn_nan_scale": attention_seed(scale=float("nan")),
+    "attn_short_struct": attention_seed(struct_size=40),
+    "attn_long_struct": attention_seed(struct_size=400),
+    "attn_bhsd": attention_seed(strides={1: 128, 2: 1024 * 128, 10: 128, 11: 1024 * 128}),
 }
 
 os.makedirs(OUT, exist_ok=True)

@@ -10,6 +10,10 @@
  *   - tile_variant_get with a fuzzed index and struct_size (the struct is a heap block of
  *     exactly that size, so ASan sees a write past what the caller declared);
  *   - tile_variant_find and the tuning-file line parser on the input's tail.
+ * A first byte 0xE0..0xEF selects the attention layout instead (fuzz_attention below): the
+ * fields of tile_flash_attention_args go through tile_flash_attention_explain, then
+ * tile_flash_attention and tile_flash_attention_variant on fake pointers, and
+ * tile_flash_attention_init on a heap block of a fuzzed size.
  * Results are checked against what the header promises (statuses, eligibility of the chosen
  * variant, nothing written on failure). FUSEDOPS_TUNING_FILE names the committed sm_90 table,
  * so the run-time table's code runs too.
@@ -136,6 +140,15 @@ static void check_decision(const tile_decision *d, tile_dtype dtype, int64_t row
     (void)rows;
 }
 
+/* Whether registry entry `index` is a variant of op for dtype. */
+static int variant_is(int32_t index, const char *op, tile_dtype dtype) {
+    tile_variant_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    return tile_variant_get(index, &info) == TILE_STATUS_SUCCESS && !strcmp(info.op, op) &&
+           info.dtype == dtype;
+}
+
 static void *block(size_t struct_size, size_t minimum) {
     size_t n = struct_size > minimum ? struct_size : minimum;
     unsigned char *p = malloc(n);
@@ -143,9 +156,148 @@ static void *block(size_t struct_size, size_t minimum) {
     return p;
 }
 
+/* ---------------------------------------------------------------- attention */
+
+/* Statuses argument validation of attention may give (NOT_SUPPORTED: an uncompiled head_dim). */
+static int is_attention_validation_status(tile_status s) {
+    return is_validation_status(s) || s == TILE_STATUS_NOT_SUPPORTED;
+}
+
+/* The attention layout, after the selector byte: dtype in the selector's low bits (3: f32, an
+ * unsupported dtype), then batch, heads_q, heads_kv, head_dim, causal (int32), seqlen_q,
+ * seqlen_k (int64), scale (4 raw bytes), a flag byte, total_q, total_k (int64), 12 strides
+ * (int64, each replacing the dense BSHD stride when its bit of a 2-byte mask is set), 4 pointer
+ * offsets (2 bytes each), arch, a variant index, a struct size. */
+static int fuzz_attention(reader *r, uint8_t dsel) {
+    tile_flash_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.dtype = (tile_dtype)((dsel & 3) == 3 ? TILE_DTYPE_F32 : (dsel & 3) == 0 ? 1 : dsel & 3);
+    a.batch = take_i32(r);
+    a.heads_q = take_i32(r);
+    a.heads_kv = take_i32(r);
+    a.head_dim = take_i32(r);
+    a.causal = take_i32(r);
+    a.seqlen_q = take_i64(r);
+    a.seqlen_k = take_i64(r);
+    const uint32_t scale_bits = (uint32_t)take(r, 4);
+    memcpy(&a.scale, &scale_bits, sizeof a.scale);
+    const uint8_t flags = (uint8_t)take(r, 1);
+    a.total_q = take_i64(r);
+    a.total_k = take_i64(r);
+    /* dense BSHD by default, so that later checks are reached; wraps like the caller's math */
+    const uint64_t d = (uint64_t)a.head_dim, hq = (uint64_t)a.heads_q, hk = (uint64_t)a.heads_kv;
+    const uint64_t tq = (uint64_t)((flags & 1) ? a.total_q : a.seqlen_q);
+    const uint64_t tk = (uint64_t)((flags & 1) ? a.total_k : a.seqlen_k);
+    int64_t strides[12] = {(int64_t)(tq * hq * d), (int64_t)(hq * d), (int64_t)d,
+                           (int64_t)(tk * hk * d), (int64_t)(hk * d), (int64_t)d,
+                           (int64_t)(tk * hk * d), (int64_t)(hk * d), (int64_t)d,
+                           (int64_t)(tq * hq * d), (int64_t)(hq * d), (int64_t)d};
+    const uint16_t stride_mask = (uint16_t)take(r, 2);
+    for (int i = 0; i < 12; i++)
+        if (stride_mask & (1u << i)) strides[i] = take_i64(r);
+    int64_t *const fields[12] = {&a.q_batch_stride, &a.q_seq_stride, &a.q_head_stride,
+                                 &a.k_batch_stride, &a.k_seq_stride, &a.k_head_stride,
+                                 &a.v_batch_stride, &a.v_seq_stride, &a.v_head_stride,
+                                 &a.o_batch_stride, &a.o_seq_stride, &a.o_head_stride};
+    for (int i = 0; i < 12; i++) *fields[i] = strides[i];
+    const uintptr_t base = (uintptr_t)0x7e5a00000000ull; /* unmapped: never touched */
+    uintptr_t ptr[4];
+    for (int i = 0; i < 4; i++) ptr[i] = base + (uintptr_t)i * 0x1000000 + (uintptr_t)take(r, 2);
+    a.q = (const void *)ptr[0], a.k = (const void *)ptr[1], a.v = (const void *)ptr[2];
+    a.o = (void *)ptr[3];
+    if (flags & 2) a.q = NULL;
+    if (flags & 4) a.o = NULL;
+    if (flags & 1) { /* varlen; 0x40: only one of the offset arrays */
+        a.cu_seqlens_q = (const int32_t *)(base + 0x5000000 + (flags & 0x80 ? 2 : 0));
+        a.cu_seqlens_k = (flags & 0x40) ? NULL : (const int32_t *)(base + 0x6000000);
+    }
+    if (flags & 8) a.lse = (float *)(base + 0x7000000 + (flags & 0x10 ? 1 : 0));
+    int arch_is_raw;
+    const int32_t arch_raw = take_i32_tagged(r, &arch_is_raw);
+    const int32_t arch = arch_is_raw ? arch_raw
+                         : arch_raw < 64 ? 75 + (arch_raw & 31)
+                                         : arch_raw - 64;
+    const int32_t index = take_i32(r);
+    const size_t struct_size = (flags & 0x20) ? (size_t)take(r, 2) % (2 * sizeof a) : sizeof a;
+
+    /* the caller's struct is a heap block of exactly struct_size bytes: reading past it is an
+     * ASan report */
+    tile_flash_attention_args *args = block(struct_size, sizeof(size_t));
+    if (!args) return 0;
+    memcpy(args, &a, struct_size < sizeof a ? struct_size : sizeof a);
+    args->struct_size = struct_size;
+    const size_t keep = struct_size > sizeof(size_t) ? struct_size : sizeof(size_t);
+    unsigned char *args_before = malloc(keep);
+    if (!args_before) {
+        free(args);
+        return 0;
+    }
+    memcpy(args_before, args, keep);
+
+    /* ---- explain for the decoded arch: no device unless arch is 0 */
+    tile_decision dec, dec_before;
+    memset(&dec, 0x5a, sizeof dec);
+    dec.struct_size = sizeof dec;
+    dec_before = dec;
+    const tile_status se = tile_flash_attention_explain(args, arch, &dec);
+    CHECK((unsigned)se < TILE_STATUS_COUNT_ && se != TILE_STATUS_NO_CONTEXT);
+    CHECK(se != TILE_STATUS_NO_DEVICE || arch == 0);
+    const int se_arguments =
+        se != TILE_STATUS_SUCCESS && !strncmp(tile_last_error(), "tile_flash_attention_explain: ", 30) &&
+        !strstr(tile_last_error(), ": arch is ") && !strstr(tile_last_error(), "least aligned");
+    if (se == TILE_STATUS_SUCCESS) {
+        CHECK(tile_last_error()[0] == '\0');
+        CHECK(variant_is(dec.variant, "attention", a.dtype));
+        tile_variant_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        CHECK(tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS);
+        CHECK(a.head_dim >= 1 && a.head_dim <= info.max_cols && a.head_dim % 8 == 0);
+        CHECK(arch >= info.arch_min && (info.arch_max == 0 || arch <= info.arch_max));
+        CHECK(dec.arch == arch && dec.eligible >= 1);
+        CHECK(a.dtype == TILE_DTYPE_F16 || a.dtype == TILE_DTYPE_BF16);
+    } else {
+        CHECK(tile_last_error()[0] != '\0');
+        CHECK(!memcmp(&dec, &dec_before, sizeof dec));
+        if (!se_arguments) CHECK(is_dispatch_status(se) || se == TILE_STATUS_NO_DEVICE ||
+                                 se == TILE_STATUS_INVALID_ARGUMENT); /* arch < 10 */
+        else CHECK(is_attention_validation_status(se));
+    }
+
+    /* ---- the ops: validation, then NO_DEVICE (the driver is missing) */
+    const tile_status sr = tile_flash_attention(args, NULL);
+    CHECK(sr == TILE_STATUS_NO_DEVICE || is_attention_validation_status(sr));
+    CHECK(sr == TILE_STATUS_NO_DEVICE || strstr(tile_last_error(), "tile_flash_attention: "));
+    if (se_arguments) CHECK(sr == se); /* same checks in the same order */
+    else CHECK(sr == TILE_STATUS_NO_DEVICE);
+    const tile_status sv = tile_flash_attention_variant(index, args, NULL);
+    if (sr != TILE_STATUS_NO_DEVICE) CHECK(sv == sr);
+    else if (index < 0 || index >= tile_variant_count()) CHECK(sv == TILE_STATUS_INVALID_ARGUMENT);
+    else if (!variant_is(index, "attention", a.dtype)) CHECK(sv == TILE_STATUS_NOT_SUPPORTED);
+    else CHECK(sv == TILE_STATUS_NO_DEVICE);
+    CHECK(!memcmp(args, args_before, keep)); /* args are only read */
+
+    /* ---- init zeroes exactly struct_size bytes */
+    memset(args, 0xa5, keep);
+    const tile_status si = tile_flash_attention_init(args, struct_size);
+    if (si == TILE_STATUS_SUCCESS) {
+        CHECK(args->struct_size == struct_size);
+        for (size_t i = sizeof(size_t); i < struct_size; i++)
+            CHECK(((const unsigned char *)args)[i] == 0);
+    } else {
+        CHECK(si == TILE_STATUS_INVALID_ARGUMENT && struct_size < sizeof a);
+        for (size_t i = 0; i < keep; i++) CHECK(((const unsigned char *)args)[i] == 0xa5);
+    }
+    free(args_before);
+    free(args);
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     const uint8_t dsel = (uint8_t)take(&r, 1);
+    if ((dsel & 0xf0) == 0xe0) return fuzz_attention(&r, dsel);
     /* mostly a real dtype, sometimes any int */
     const tile_dtype dtype = (dsel & 0xf0) == 0xf0 ? (tile_dtype)take_i32(&r)
                                                    : (tile_dtype)(dsel % 3);
@@ -249,7 +401,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tile_status sv = tile_softmax_variant(index, (int32_t)(flags >> 7), dtype, y, x, rows, cols,
                                           ld_y, ld_x, NULL);
-    CHECK(sv == TILE_STATUS_NO_DEVICE || is_validation_status(sv));
+    /* a variant of another op or dtype is refused before the device */
+    CHECK(sv == TILE_STATUS_NO_DEVICE || is_validation_status(sv) ||
+          (sv == TILE_STATUS_NOT_SUPPORTED && ss == TILE_STATUS_NO_DEVICE &&
+           !variant_is(index, "softmax", dtype)));
+    if (sv == TILE_STATUS_NO_DEVICE && index >= 0 && index < tile_variant_count())
+        CHECK(variant_is(index, "softmax", dtype));
     if (is_validation_status(ss)) CHECK(sv == ss);
     if (ss == TILE_STATUS_NO_DEVICE && (index < 0 || index >= tile_variant_count()))
         CHECK(sv == TILE_STATUS_INVALID_ARGUMENT);

@@ -1,5 +1,5 @@
-/* Dispatch for architectures given by number (tile_softmax_explain with arch != 0: no GPU
- * needed), and the variant registry. Linked with the static library, so the internal helpers
+/* Dispatch for architectures given by number (tile_softmax_explain, tile_norm_explain and
+ * tile_flash_attention_explain with arch != 0: no GPU needed), and the variant registry. Linked with the static library, so the internal helpers
  * (src/internal.h) are checked too. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -514,6 +514,102 @@ static void test_internal_helpers(void **state) {
     assert_true(tile_variant_eligible(v, &p, NULL));
 }
 
+/* ---------------------------------------------------------------- attention */
+
+/* BSHD attention arguments for explain: pointers 256-byte aligned (never dereferenced),
+ * 2 x 1024 tokens, 16 query heads over 4 key/value heads. */
+static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_dim) {
+    static _Alignas(256) unsigned char buf[1024];
+    tile_flash_attention_args a = {.struct_size = sizeof a, .dtype = dt, .batch = 2,
+                                   .heads_q = 16, .heads_kv = 4, .head_dim = head_dim,
+                                   .seqlen_q = 1024, .seqlen_k = 1024};
+    a.q = a.k = a.v = buf;
+    a.o = buf + 256;
+    a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = head_dim;
+    a.q_seq_stride = a.o_seq_stride = 16 * (int64_t)head_dim;
+    a.k_seq_stride = a.v_seq_stride = 4 * (int64_t)head_dim;
+    a.q_batch_stride = a.o_batch_stride = 1024 * a.q_seq_stride;
+    a.k_batch_stride = a.v_batch_stride = 1024 * a.k_seq_stride;
+    return a;
+}
+
+/* The narrowest compiled HEAD_DIM that holds the head wins, on every arch of the sm_80 path
+ * (sm_86's 99 KiB of shared memory per block holds every attention variant). */
+static void test_attention_head_dims(void **state) {
+    (void)state;
+    static const struct {
+        int32_t head_dim, variant_dim;
+    } cases[] = {{8, 32},   {32, 32},   {40, 64},   {64, 64},   {72, 96},   {96, 96},
+                 {104, 128}, {128, 128}, {136, 256}, {200, 256}, {256, 256}};
+    const int32_t archs[] = {80, 86, 89, 90, 100};
+    const tile_dtype dts[] = {TILE_DTYPE_F16, TILE_DTYPE_BF16};
+    for (size_t a = 0; a < sizeof archs / sizeof *archs; a++)
+        for (size_t t = 0; t < 2; t++)
+            for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                const tile_flash_attention_args args = attention_problem(dts[t], cases[c].head_dim);
+                tile_decision d = new_decision();
+                tile_status s = tile_flash_attention_explain(&args, archs[a], &d);
+                if (s != TILE_STATUS_SUCCESS)
+                    print_error("head_dim %d sm_%d: %s\n", cases[c].head_dim, archs[a],
+                                tile_last_error());
+                assert_int_equal(s, TILE_STATUS_SUCCESS);
+                assert_string_equal(tile_last_error(), "");
+                assert_int_equal(d.arch, archs[a]);
+                assert_int_equal(d.eligible, count_eligible_of("attention", dts[t],
+                                                               cases[c].head_dim, 16, archs[a]));
+                tile_variant_info v = get_info(d.variant);
+                assert_string_equal(v.op, "attention");
+                assert_int_equal(v.dtype, dts[t]);
+                if (v.max_cols != cases[c].variant_dim) {
+                    print_error("head_dim %d on sm_%d picked %s, want a d%d variant\n",
+                                cases[c].head_dim, archs[a], v.name, cases[c].variant_dim);
+                    fail();
+                }
+                char tag[32];
+                snprintf(tag, sizeof tag, "_d%d_", cases[c].variant_dim);
+                assert_non_null(strstr(v.name, tag));
+            }
+}
+
+/* Before sm_80 nothing runs attention; misaligned strides leave nothing eligible. */
+static void test_attention_mismatch(void **state) {
+    (void)state;
+    const int32_t old[] = {70, 75, 79};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        const tile_flash_attention_args args = attention_problem(TILE_DTYPE_BF16, 64);
+        tile_decision d = new_decision(), copy = d;
+        assert_int_equal(tile_flash_attention_explain(&args, old[i], &d),
+                         TILE_STATUS_ARCH_MISMATCH);
+        assert_int_equal(memcmp(&d, &copy, sizeof d), 0);
+        char sm[16];
+        snprintf(sm, sizeof sm, "sm_%d", old[i]);
+        assert_non_null(strstr(tile_last_error(), sm));
+        assert_non_null(strstr(tile_last_error(), "attention"));
+    }
+    tile_flash_attention_args args = attention_problem(TILE_DTYPE_F16, 64);
+    args.k_seq_stride = 4 * 64 + 4; /* 8-byte aligned rows of k */
+    tile_decision d = new_decision();
+    assert_int_equal(tile_flash_attention_explain(&args, 90, &d), TILE_STATUS_MISALIGNED);
+    assert_non_null(strstr(tile_last_error(), "k_seq_stride 260"));
+}
+
+/* A short sequence: fewer query rows than a 128-row block fills on 132 SMs; the heuristic
+ * prefers the 64-row blocks (more programs) at equal head width. */
+static void test_attention_small_batch_prefers_short_blocks(void **state) {
+    (void)state;
+    tile_flash_attention_args args = attention_problem(TILE_DTYPE_BF16, 128);
+    args.batch = 1;
+    args.heads_q = args.heads_kv = 8;
+    args.seqlen_q = 512;
+    args.q_seq_stride = args.o_seq_stride = 8 * 128;
+    args.k_seq_stride = args.v_seq_stride = 8 * 128;
+    tile_decision d = new_decision();
+    assert_int_equal(tile_flash_attention_explain(&args, 80, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
+    tile_variant_info v = get_info(d.variant);
+    assert_non_null(strstr(v.name, "_d128_m64_"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_shape_dtype_arch),
@@ -529,6 +625,9 @@ int main(void) {
         cmocka_unit_test(test_cluster_variants_have_code),
         cmocka_unit_test(test_tuned_table),
         cmocka_unit_test(test_internal_helpers),
+        cmocka_unit_test(test_attention_head_dims),
+        cmocka_unit_test(test_attention_mismatch),
+        cmocka_unit_test(test_attention_small_batch_prefers_short_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "first_variant.h"
 #include "fusedops.h"
 
 #define MISSING "/nonexistent/libcuda.so.1"
@@ -36,6 +37,62 @@ static void assert_driver_message(void) {
     }
 }
 
+/* Valid attention arguments over the host buffers: q, k, v in xbuf (read only), o in ybuf;
+ * BHSD, 2 sequences of 8 queries and 12 keys, 4 query heads over 2 key/value heads, 16 wide,
+ * or the same tokens packed as varlen. */
+static tile_flash_attention_args attention_args(tile_dtype dtype, int varlen) {
+    static const int32_t cu_q[3] = {0, 5, 8}, cu_k[3] = {0, 12, 12};
+    tile_flash_attention_args a = {
+        .struct_size = sizeof a, .dtype = dtype, .batch = 2, .heads_q = 4, .heads_kv = 2,
+        .head_dim = 16, .seqlen_q = varlen ? 5 : 8, .seqlen_k = 12,
+        .o = ybuf, .q = xbuf, .k = xbuf, .v = xbuf,
+        .q_batch_stride = 4 * 8 * 16, .q_seq_stride = 16, .q_head_stride = 8 * 16,
+        .k_batch_stride = 2 * 12 * 16, .k_seq_stride = 16, .k_head_stride = 12 * 16,
+        .v_batch_stride = 2 * 12 * 16, .v_seq_stride = 16, .v_head_stride = 12 * 16,
+        .o_batch_stride = 4 * 8 * 16, .o_seq_stride = 16, .o_head_stride = 8 * 16,
+        .cu_seqlens_q = varlen ? cu_q : NULL, .cu_seqlens_k = varlen ? cu_k : NULL,
+        .total_q = varlen ? 8 : 0, .total_k = varlen ? 12 : 0,
+        .lse = (float *)(void *)(ybuf + 2048)};
+    return a;
+}
+
+/* Every attention entry point passes validation on host pointers and answers NO_DEVICE. */
+static void test_attention_answers_no_device(void **state) {
+    (void)state;
+    for (int round = 0; round < 2; round++)
+        for (tile_dtype t = TILE_DTYPE_F16; t <= TILE_DTYPE_BF16; t++)
+            for (int varlen = 0; varlen < 2; varlen++) {
+                tile_flash_attention_args a = attention_args(t, varlen);
+                a.causal = varlen;
+                assert_int_equal(tile_flash_attention(&a, NULL), TILE_STATUS_NO_DEVICE);
+                assert_driver_message();
+                assert_int_equal(
+                    tile_flash_attention_variant(first_variant_of("attention", t), &a, NULL),
+                    TILE_STATUS_NO_DEVICE);
+                assert_driver_message();
+                tile_decision d = {.struct_size = sizeof d};
+                assert_int_equal(tile_flash_attention_explain(&a, 0, &d), TILE_STATUS_NO_DEVICE);
+                assert_driver_message();
+                /* a named arch needs no device */
+                assert_int_equal(tile_flash_attention_explain(&a, 80, &d), TILE_STATUS_SUCCESS);
+                assert_string_equal(tile_last_error(), "");
+                assert_untouched();
+            }
+    /* validation comes first, and the variant's op before the device */
+    tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, 0);
+    a.heads_q = 3;
+    assert_int_equal(tile_flash_attention(&a, NULL), TILE_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(tile_last_error(), "heads_q is 3"));
+    a = attention_args(TILE_DTYPE_BF16, 0);
+    assert_int_equal(tile_flash_attention_variant(first_variant_of("softmax", TILE_DTYPE_BF16), &a,
+                                                  NULL),
+                     TILE_STATUS_NOT_SUPPORTED);
+    assert_int_equal(tile_flash_attention_variant(first_variant_of("attention", TILE_DTYPE_F16), &a,
+                                                  NULL),
+                     TILE_STATUS_NOT_SUPPORTED);
+    assert_untouched();
+}
+
 static void test_ops_answer_no_device(void **state) {
     (void)state;
     for (int round = 0; round < 3; round++) { /* the answer does not change on later calls */
@@ -51,7 +108,8 @@ static void test_ops_answer_no_device(void **state) {
                              TILE_STATUS_NO_DEVICE);
             assert_driver_message();
         }
-        assert_int_equal(tile_softmax_variant(0, 0, TILE_DTYPE_F32, ybuf, xbuf, 4, 8, 8, 8, NULL),
+        assert_int_equal(tile_softmax_variant(first_variant_of("softmax", TILE_DTYPE_F32), 0,
+                                              TILE_DTYPE_F32, ybuf, xbuf, 4, 8, 8, 8, NULL),
                          TILE_STATUS_NO_DEVICE);
         assert_driver_message();
         assert_untouched();
@@ -118,6 +176,7 @@ int main(void) {
     memset(xbuf, 0x3c, sizeof xbuf);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_answer_no_device),
+        cmocka_unit_test(test_attention_answers_no_device),
         cmocka_unit_test(test_validation_still_comes_first),
         cmocka_unit_test(test_device_arch),
         cmocka_unit_test(test_explain),

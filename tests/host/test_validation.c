@@ -1,4 +1,4 @@
-/* Argument validation of the public calls (softmax, the norms, introspection): every invalid
+/* Argument validation of the public calls (softmax, the norms, attention, introspection): every invalid
  * argument gives its own status and a message naming the argument, and no buffer is touched.
  * Validation runs before the driver is loaded, so none of this needs a GPU; no call here has
  * valid arguments AND host pointers (a bad variant index counts as invalid: it is checked
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "first_variant.h"
 #include "fusedops.h"
 
 #define BUF_BYTES 4096
@@ -351,14 +352,8 @@ static norm_spec norm_base(void) {
 
 static void *at(unsigned char *buf, int offset) { return offset == ABSENT ? NULL : buf + offset; }
 
-static int32_t first_norm_variant(void) {
-    for (int32_t i = 0; i < tile_variant_count(); i++) {
-        tile_variant_info info = {.struct_size = sizeof info};
-        if (tile_variant_get(i, &info) == TILE_STATUS_SUCCESS && !strcmp(info.op, "norm"))
-            return i;
-    }
-    return -1;
-}
+/* The variant tile_add_norm_variant runs: one of the base case's dtype. */
+static int32_t first_norm_variant(void) { return first_variant_of("norm", F16); }
 
 static tile_add_norm_args norm_args_of(const norm_spec *c) {
     tile_add_norm_args a = {.struct_size = sizeof a,
@@ -772,6 +767,436 @@ static void test_norm_call_count(void **state) {
     print_message("norm validation: %d invalid calls\n", norm_calls);
 }
 
+/* ---------------------------------------------------------------- attention */
+
+/* The attention operands: host buffers, patterned, never to be read or written. */
+static _Alignas(256) unsigned char qbuf[BUF_BYTES];
+static _Alignas(256) unsigned char kbuf[BUF_BYTES];
+static _Alignas(256) unsigned char vbuf[BUF_BYTES];
+static _Alignas(256) unsigned char obuf[BUF_BYTES];
+static _Alignas(256) unsigned char lsebuf[BUF_BYTES];
+static _Alignas(256) unsigned char cubuf[BUF_BYTES]; /* cu_seqlens_q, then cu_seqlens_k at +64 */
+
+static unsigned char *const attn_bufs[] = {qbuf, kbuf, vbuf, obuf, lsebuf, cubuf};
+static const char *const attn_buf_names[] = {"q", "k", "v", "o", "lse", "cu_seqlens"};
+#define ATTN_PATTERN 0x6d
+
+static int setup_attn(void **state) {
+    (void)state;
+    for (size_t b = 0; b < sizeof attn_bufs / sizeof *attn_bufs; b++)
+        memset(attn_bufs[b], ATTN_PATTERN, BUF_BYTES);
+    return 0;
+}
+
+static void assert_attn_untouched(void) {
+    for (size_t b = 0; b < sizeof attn_bufs / sizeof *attn_bufs; b++)
+        for (size_t i = 0; i < BUF_BYTES; i++)
+            if (attn_bufs[b][i] != ATTN_PATTERN) {
+                print_error("%s was written at byte %zu\n", attn_buf_names[b], i);
+                fail();
+            }
+}
+
+/* The three entry points that validate tile_flash_attention_args alike, as bits. explain
+ * decides for sm_80 (no device needed), so it alone reaches dispatch's own checks here. */
+enum {
+    A_RUN = 1 << 0, /* tile_flash_attention */
+    A_VAR = 1 << 1, /* tile_flash_attention_variant of an attention variant of the dtype */
+    A_EXP = 1 << 2, /* tile_flash_attention_explain(args, 80, decision) */
+    A_COUNT = 3,
+    A_ALL = (1 << A_COUNT) - 1,
+};
+static const char *const attn_entry_names[A_COUNT] = {
+    "tile_flash_attention", "tile_flash_attention_variant", "tile_flash_attention_explain"};
+
+/* A valid call: bf16, BSHD, 2 sequences of 8 queries and 8 keys, 2 query heads over one
+ * key/value head (GQA), head_dim 32, with lse; each case breaks one thing. q and o take 2 KiB,
+ * k and v 1 KiB. */
+static tile_flash_attention_args attn_base(void) {
+    tile_flash_attention_args a;
+    memset(&a, 0x77, sizeof a); /* init must clear everything */
+    assert_int_equal(tile_flash_attention_init(&a, sizeof a), TILE_STATUS_SUCCESS);
+    a.dtype = BF16;
+    a.batch = 2;
+    a.heads_q = 2;
+    a.heads_kv = 1;
+    a.head_dim = 32;
+    a.seqlen_q = a.seqlen_k = 8;
+    a.q = qbuf, a.k = kbuf, a.v = vbuf, a.o = obuf;
+    a.lse = (float *)(void *)lsebuf;
+    a.q_head_stride = a.o_head_stride = a.k_head_stride = a.v_head_stride = 32;
+    a.q_seq_stride = a.o_seq_stride = 2 * 32;
+    a.k_seq_stride = a.v_seq_stride = 32;
+    a.q_batch_stride = a.o_batch_stride = 8 * 2 * 32;
+    a.k_batch_stride = a.v_batch_stride = 8 * 32;
+    return a;
+}
+
+/* The base packed as varlen: 16 query and 16 key tokens, maxima 8; batch strides unused. */
+static void attn_varlen(tile_flash_attention_args *a) {
+    a->cu_seqlens_q = (const int32_t *)(void *)cubuf;
+    a->cu_seqlens_k = (const int32_t *)(void *)(cubuf + 64);
+    a->total_q = a->total_k = 16;
+    a->q_batch_stride = a->k_batch_stride = a->v_batch_stride = a->o_batch_stride = 0;
+}
+
+static tile_status attn_call(int e, const tile_flash_attention_args *a) {
+    tile_decision d = {.struct_size = sizeof d};
+    switch (1 << e) {
+    case A_RUN: return tile_flash_attention(a, NULL);
+    case A_VAR:
+        /* an f32 (or bad) dtype has no attention variant: any index is checked after it */
+        return tile_flash_attention_variant(first_variant_of("attention", BF16), a, NULL);
+    default: return tile_flash_attention_explain(a, 80, &d);
+    }
+}
+
+static int attn_calls; /* invalid attention calls made, for docs/reliability.md */
+
+/* Runs args through every entry point in `entries`: each must return `status`, name itself and
+ * `message` in tile_last_error(), and leave every buffer and the args as they were. */
+static void attn_expect(int line, const char *what, int entries,
+                        const tile_flash_attention_args *a, tile_status status,
+                        const char *message) {
+    for (int e = 0; e < A_COUNT; e++) {
+        if (!(entries & (1 << e))) continue;
+        setup_attn(NULL);
+        const tile_flash_attention_args copy = *a;
+        const tile_status s = attn_call(e, a);
+        attn_calls++;
+        if (s != status || !strstr(tile_last_error(), message) ||
+            !strstr(tile_last_error(), attn_entry_names[e]))
+            print_error("line %d, %s via %s: got %s (\"%s\"), want %s mentioning \"%s\"\n", line,
+                        what, attn_entry_names[e], tile_status_string(s), tile_last_error(),
+                        tile_status_string(status), message);
+        assert_int_equal(s, status);
+        assert_message(message);
+        assert_message(attn_entry_names[e]);
+        assert_int_equal(memcmp(&copy, a, sizeof copy), 0);
+        assert_attn_untouched();
+    }
+}
+
+/* ATTN_CASE(entries, status, message, changes...): the base case with `changes` (statements on
+ * `a`, separated by commas) must fail so through each of `entries`. */
+#define ATTN_CASE(entries, status, message, ...)                                                  \
+    do {                                                                                          \
+        tile_flash_attention_args a = attn_base();                                                \
+        __VA_ARGS__;                                                                              \
+        attn_expect(__LINE__, #__VA_ARGS__, entries, &a, status, message);                        \
+    } while (0)
+
+#define NSUP TILE_STATUS_NOT_SUPPORTED
+#define T31 ((int64_t)1 << 31)
+/* The largest q_batch_stride of the base case whose last element ends within INT64_MAX bytes:
+ * 32 + stride + 7 * 64 + 32 elements of 2 bytes. */
+#define ATTN_EDGE (INT64_MAX / 2 - 32 - 7 * 64 - 32)
+
+/* The base case and its varlen form are valid: explain picks an attention variant of the
+ * dtype for sm_80 and sm_90. (tile_flash_attention itself would launch on host pointers where
+ * a GPU exists; tests/host/test_no_driver.c runs it without a driver.) */
+static void test_attention_valid(void **state) {
+    (void)state;
+    for (int varlen = 0; varlen < 2; varlen++)
+        for (int32_t arch = 80; arch <= 90; arch += 10) {
+            tile_flash_attention_args a = attn_base();
+            if (varlen) attn_varlen(&a);
+            tile_decision d = {.struct_size = sizeof d};
+            assert_int_equal(tile_flash_attention_explain(&a, arch, &d), TILE_STATUS_SUCCESS);
+            assert_string_equal(tile_last_error(), "");
+            tile_variant_info info = {.struct_size = sizeof info};
+            assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
+            assert_string_equal(info.op, "attention");
+            assert_int_equal(info.dtype, BF16);
+            assert_int_equal(info.max_cols, 32);
+        }
+    /* valid edges: varlen lengths of 0, a stride of 0 (broadcast input) or one that does not
+     * count (an axis of one position), the largest head, MQA, scale negative */
+    tile_flash_attention_args a = attn_base();
+    attn_varlen(&a);
+    a.seqlen_q = a.seqlen_k = a.total_q = a.total_k = 0;
+    tile_decision d = {.struct_size = sizeof d};
+    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), TILE_STATUS_SUCCESS);
+    a = attn_base();
+    a.batch = 1;
+    a.q_batch_stride = a.o_batch_stride = 3; /* one sequence: never used */
+    a.k_batch_stride = 0;
+    a.head_dim = 256;
+    a.heads_q = 7;
+    a.q_seq_stride = a.o_seq_stride = 7 * 256;
+    a.q_head_stride = a.o_head_stride = 256;
+    a.scale = -0.5f;
+    a.causal = 1;
+    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_last_error(), "");
+    /* the largest q extent passes validation (and, odd, then fails dispatch's alignment) */
+    a = attn_base();
+    a.q_batch_stride = ATTN_EDGE;
+    assert_int_equal(tile_flash_attention_explain(&a, 90, &d), MIS);
+    assert_message("the least aligned argument is q_batch_stride");
+    assert_attn_untouched();
+}
+
+static void test_attention_arguments(void **state) {
+    (void)state;
+    assert_true(first_variant_of("attention", BF16) >= 0);
+    /* dtype */
+    ATTN_CASE(A_ALL, UNS, "dtype 0 (f32)", a.dtype = F32);
+    ATTN_CASE(A_ALL, UNS, "dtype 7", a.dtype = (tile_dtype)7);
+    ATTN_CASE(A_ALL, UNS, "dtype -1", a.dtype = (tile_dtype)-1);
+    ATTN_CASE(A_ALL, UNS, "dtype 3", a.dtype = TILE_DTYPE_COUNT_);
+    /* batch and heads */
+    ATTN_CASE(A_ALL, INV, "batch is 0", a.batch = 0);
+    ATTN_CASE(A_ALL, INV, "batch is -1", a.batch = -1);
+    ATTN_CASE(A_ALL, INV, "batch is -2147483648", a.batch = INT32_MIN);
+    ATTN_CASE(A_ALL, INV, "heads_kv is 0", a.heads_kv = 0);
+    ATTN_CASE(A_ALL, INV, "heads_kv is -3", a.heads_kv = -3);
+    ATTN_CASE(A_ALL, INV, "heads_q is 3", a.heads_kv = 2, a.heads_q = 3);
+    ATTN_CASE(A_ALL, INV, "heads_q is 1", a.heads_kv = 2, a.heads_q = 1);
+    ATTN_CASE(A_ALL, INV, "heads_q is 0", a.heads_q = 0);
+    ATTN_CASE(A_ALL, INV, "heads_q is -2", a.heads_q = -2);
+    /* head_dim: out of range is invalid, in range but not compiled is not supported */
+    ATTN_CASE(A_ALL, INV, "head_dim is 0", a.head_dim = 0);
+    ATTN_CASE(A_ALL, INV, "head_dim is -8", a.head_dim = -8);
+    ATTN_CASE(A_ALL, NSUP, "head_dim 12", a.head_dim = 12);
+    ATTN_CASE(A_ALL, NSUP, "head_dim 7", a.head_dim = 7);
+    ATTN_CASE(A_ALL, NSUP, "head_dim 33", a.head_dim = 33);
+    ATTN_CASE(A_ALL, NSUP, "head_dim 264", a.head_dim = 264);
+    ATTN_CASE(A_ALL, NSUP, "head_dim 512", a.head_dim = 512);
+    ATTN_CASE(A_ALL, NSUP, "head_dim 2147483647", a.head_dim = INT32_MAX);
+    /* one of the cu_seqlens */
+    ATTN_CASE(A_ALL, INV, "cu_seqlens_k is NULL", attn_varlen(&a), a.cu_seqlens_k = NULL);
+    ATTN_CASE(A_ALL, INV, "cu_seqlens_q is NULL", attn_varlen(&a), a.cu_seqlens_q = NULL);
+    /* sequence lengths: fixed >= 1, varlen maxima >= 0, both below 2^31 */
+    ATTN_CASE(A_ALL, INV, "seqlen_q is 0", a.seqlen_q = 0);
+    ATTN_CASE(A_ALL, INV, "seqlen_q is -1", a.seqlen_q = -1);
+    ATTN_CASE(A_ALL, INV, "seqlen_q is 2147483648", a.seqlen_q = T31);
+    ATTN_CASE(A_ALL, INV, "seqlen_q is", a.seqlen_q = INT64_MIN);
+    ATTN_CASE(A_ALL, INV, "seqlen_k is 0", a.seqlen_k = 0);
+    ATTN_CASE(A_ALL, INV, "seqlen_k is -5", a.seqlen_k = -5);
+    ATTN_CASE(A_ALL, INV, "seqlen_k is 2147483648", a.seqlen_k = T31);
+    ATTN_CASE(A_ALL, INV, "seqlen_k is 9223372036854775807", a.seqlen_k = INT64_MAX);
+    ATTN_CASE(A_ALL, INV, "seqlen_q is -1", attn_varlen(&a), a.seqlen_q = -1);
+    ATTN_CASE(A_ALL, INV, "seqlen_k is -1", attn_varlen(&a), a.seqlen_k = -1);
+    ATTN_CASE(A_ALL, INV, "seqlen_q is 2147483648", attn_varlen(&a), a.seqlen_q = T31);
+    ATTN_CASE(A_ALL, INV, "seqlen_k is 2147483648", attn_varlen(&a), a.seqlen_k = T31);
+    ATTN_CASE(A_ALL, INV, "total_q is -1", attn_varlen(&a), a.total_q = -1);
+    ATTN_CASE(A_ALL, INV, "total_q is 2147483648", attn_varlen(&a), a.total_q = T31);
+    ATTN_CASE(A_ALL, INV, "total_k is -16", attn_varlen(&a), a.total_k = -16);
+    ATTN_CASE(A_ALL, INV, "total_k is 2147483648", attn_varlen(&a), a.total_k = T31);
+    /* causal, scale */
+    ATTN_CASE(A_ALL, INV, "causal is 2", a.causal = 2);
+    ATTN_CASE(A_ALL, INV, "causal is -1", a.causal = -1);
+    ATTN_CASE(A_ALL, INV, "scale is nan", a.scale = NAN);
+    ATTN_CASE(A_ALL, INV, "scale is inf", a.scale = INFINITY);
+    ATTN_CASE(A_ALL, INV, "scale is -inf", a.scale = -INFINITY);
+}
+
+static void test_attention_tensors(void **state) {
+    (void)state;
+    /* NULL tensors */
+    ATTN_CASE(A_ALL, INV, ": q is NULL", a.q = NULL);
+    ATTN_CASE(A_ALL, INV, ": k is NULL", a.k = NULL);
+    ATTN_CASE(A_ALL, INV, ": v is NULL", a.v = NULL);
+    ATTN_CASE(A_ALL, INV, ": o is NULL", a.o = NULL);
+    /* negative strides, every one */
+    ATTN_CASE(A_ALL, INV, "q_batch_stride is -1", a.q_batch_stride = -1);
+    ATTN_CASE(A_ALL, INV, "q_seq_stride is -64", a.q_seq_stride = -64);
+    ATTN_CASE(A_ALL, INV, "q_head_stride is -1", a.q_head_stride = -1);
+    ATTN_CASE(A_ALL, INV, "k_batch_stride is -1", a.k_batch_stride = -1);
+    ATTN_CASE(A_ALL, INV, "k_seq_stride is -1", a.k_seq_stride = -1);
+    ATTN_CASE(A_ALL, INV, "k_head_stride is", a.k_head_stride = INT64_MIN);
+    ATTN_CASE(A_ALL, INV, "v_batch_stride is -1", a.v_batch_stride = -1);
+    ATTN_CASE(A_ALL, INV, "v_seq_stride is -1", a.v_seq_stride = -1);
+    ATTN_CASE(A_ALL, INV, "v_head_stride is -1", a.v_head_stride = -1);
+    ATTN_CASE(A_ALL, INV, "o_batch_stride is -1", a.o_batch_stride = -1);
+    ATTN_CASE(A_ALL, INV, "o_seq_stride is -1", a.o_seq_stride = -1);
+    ATTN_CASE(A_ALL, INV, "o_head_stride is -1", a.o_head_stride = -1);
+    /* the output's positions must not overlap */
+    ATTN_CASE(A_ALL, INV, "o_seq_stride is 32", a.o_seq_stride = 32);
+    ATTN_CASE(A_ALL, INV, "o_head_stride is 16", a.o_head_stride = 16);
+    ATTN_CASE(A_ALL, INV, "o_head_stride is 0", a.o_head_stride = 0);
+    ATTN_CASE(A_ALL, INV, "o_batch_stride is 0", a.o_batch_stride = 0);
+    ATTN_CASE(A_ALL, INV, "o_batch_stride is 480", a.o_batch_stride = 480);
+    ATTN_CASE(A_ALL, INV, "o_seq_stride is 0", attn_varlen(&a), a.o_seq_stride = 0);
+    /* BHSD with a head stride short of the sequence */
+    ATTN_CASE(A_ALL, INV, "o_head_stride is 248", a.o_seq_stride = 32, a.o_head_stride = 248);
+    /* int64 byte extents */
+    ATTN_CASE(A_ALL, INV, "overflow", a.q_batch_stride = INT64_MAX / 2);
+    ATTN_CASE(A_ALL, INV, "k_seq_stride", a.k_seq_stride = INT64_MAX / 8);
+    ATTN_CASE(A_ALL, INV, "overflow", a.v_head_stride = INT64_MAX / 2 - 10, a.heads_kv = 2);
+    ATTN_CASE(A_ALL, INV, "o_batch_stride", a.o_batch_stride = INT64_MAX / 2 - 15);
+    ATTN_CASE(A_ALL, INV, "overflow", attn_varlen(&a), a.total_q = INT32_MAX,
+              a.q_seq_stride = (int64_t)1 << 32);
+    /* the exact edge: q's last element ends one element past INT64_MAX bytes (one element
+     * less passes: test_attention_valid) */
+    ATTN_CASE(A_ALL, INV, "overflow", a.q_batch_stride = ATTN_EDGE + 1);
+    /* pointers not aligned to their elements */
+    ATTN_CASE(A_ALL, MIS, ": q (", a.q = qbuf + 1);
+    ATTN_CASE(A_ALL, MIS, ": k (", a.k = kbuf + 3);
+    ATTN_CASE(A_ALL, MIS, ": v (", a.dtype = F16, a.v = vbuf + 1);
+    ATTN_CASE(A_ALL, MIS, ": o (", a.o = obuf + 255);
+    ATTN_CASE(A_ALL, MIS, ": lse (", a.lse = (float *)(void *)(lsebuf + 2));
+    ATTN_CASE(A_ALL, MIS, ": lse (", a.lse = (float *)(void *)(lsebuf + 1));
+    ATTN_CASE(A_ALL, MIS, "cu_seqlens_q (", attn_varlen(&a),
+              a.cu_seqlens_q = (const int32_t *)(void *)(cubuf + 2));
+    ATTN_CASE(A_ALL, MIS, "cu_seqlens_k (", attn_varlen(&a),
+              a.cu_seqlens_k = (const int32_t *)(void *)(cubuf + 65));
+    /* element-aligned but below the 16 bytes every variant needs: dispatch's MISALIGNED,
+     * naming the least aligned argument (explain for sm_80: no device needed) */
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is q (", a.q = qbuf + 2);
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is v (", a.v = vbuf + 8);
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is o (", a.dtype = F16, a.o = obuf + 4);
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is q_seq_stride 68", a.q_seq_stride = 68);
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is k_head_stride 33",
+              a.heads_kv = 2, a.k_head_stride = 33);
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is v_batch_stride 260",
+              a.v_batch_stride = 260);
+    ATTN_CASE(A_EXP, MIS, "the least aligned argument is o_seq_stride 68", a.o_seq_stride = 68,
+              a.o_batch_stride = 8 * 68);
+    ATTN_CASE(A_EXP, MIS, "aligned to only 2 bytes", a.k_seq_stride = 35);
+}
+
+/* args itself, the decision, the variant index, and the order of the checks. */
+static void test_attention_entry_points(void **state) {
+    (void)state;
+    tile_decision d;
+    memset(&d, 0x5a, sizeof d);
+    d.struct_size = sizeof d;
+    const tile_decision dcopy = d;
+    const int32_t v = first_variant_of("attention", BF16);
+    setup_attn(NULL);
+    assert_int_equal(tile_flash_attention(NULL, NULL), INV);
+    assert_message("tile_flash_attention: args is NULL");
+    assert_int_equal(tile_flash_attention_variant(v, NULL, NULL), INV);
+    assert_message("tile_flash_attention_variant: args is NULL");
+    assert_int_equal(tile_flash_attention_explain(NULL, 80, &d), INV);
+    assert_message("tile_flash_attention_explain: args is NULL");
+    attn_calls += 3;
+    const size_t sizes[] = {0, 1, sizeof(size_t), offsetof(tile_flash_attention_args, lse),
+                            sizeof(tile_flash_attention_args) - 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "struct_size is %zu", sizes[i]);
+        ATTN_CASE(A_ALL, INV, text, a.struct_size = sizes[i]);
+    }
+    /* explain: the decision is checked first, and never written by a failure */
+    tile_flash_attention_args a = attn_base();
+    assert_int_equal(tile_flash_attention_explain(&a, 80, NULL), INV);
+    assert_message("tile_flash_attention_explain: decision is NULL");
+    d.struct_size = 0;
+    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
+    assert_message("decision->struct_size is 0");
+    d.struct_size = sizeof d - 1;
+    a.q = NULL;
+    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
+    assert_message("decision->struct_size");
+    d.struct_size = sizeof d;
+    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
+    assert_message("q is NULL");
+    a = attn_base();
+    assert_int_equal(tile_flash_attention_explain(&a, 5, &d), INV);
+    assert_message("tile_flash_attention_explain: arch is 5");
+    assert_int_equal(tile_flash_attention_explain(&a, -90, &d), INV);
+    assert_message("arch is -90");
+    attn_calls += 6;
+    assert_int_equal(memcmp(&d, &dcopy, sizeof d), 0);
+    /* the variant index: range, then op and dtype, all after the arguments and before the
+     * device */
+    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
+                           INT32_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(tile_flash_attention_variant(bad[i], &a, NULL), INV);
+        char text[64];
+        snprintf(text, sizeof text, "tile_flash_attention_variant: variant %d", bad[i]);
+        assert_message(text);
+        attn_calls++;
+    }
+    const int32_t other[] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
+                             first_variant_of("attention", F16)};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        assert_true(other[i] >= 0);
+        assert_int_equal(tile_flash_attention_variant(other[i], &a, NULL), NSUP);
+        assert_message("tile_flash_attention_variant: variant");
+        assert_message("not attention bf16");
+        attn_calls++;
+    }
+    a.head_dim = 12;
+    assert_int_equal(tile_flash_attention_variant(-1, &a, NULL), NSUP);
+    assert_message("head_dim 12");
+    attn_calls++;
+    /* the first bad argument in the documented order is the one reported */
+    a = attn_base();
+    a.dtype = F32;
+    a.batch = 0;
+    a.q = NULL;
+    attn_expect(__LINE__, "dtype first", A_ALL, &a, UNS, "dtype 0");
+    a.dtype = BF16;
+    attn_expect(__LINE__, "batch before tensors", A_ALL, &a, INV, "batch is 0");
+    a = attn_base();
+    a.heads_kv = 0;
+    a.heads_q = 3;
+    attn_expect(__LINE__, "heads_kv before heads_q", A_ALL, &a, INV, "heads_kv is 0");
+    a = attn_base();
+    a.head_dim = 12;
+    a.causal = 5;
+    a.seqlen_q = 0;
+    attn_expect(__LINE__, "head_dim before lengths", A_ALL, &a, NSUP, "head_dim 12");
+    a.head_dim = 32;
+    attn_expect(__LINE__, "lengths before causal", A_ALL, &a, INV, "seqlen_q is 0");
+    a = attn_base();
+    a.k = NULL;
+    a.v = kbuf + 1;
+    a.q_seq_stride = -1;
+    attn_expect(__LINE__, "q before k", A_ALL, &a, INV, "q_seq_stride is -1");
+    a.q_seq_stride = 64;
+    attn_expect(__LINE__, "k before v", A_ALL, &a, INV, "k is NULL");
+    a = attn_base();
+    a.lse = (float *)(void *)(lsebuf + 1);
+    a.o = obuf + 1;
+    attn_expect(__LINE__, "o before lse", A_ALL, &a, MIS, ": o (");
+    assert_attn_untouched();
+}
+
+/* tile_flash_attention_init: zeroes exactly struct_size bytes and sets struct_size. */
+static void test_attention_init(void **state) {
+    (void)state;
+    const size_t n = sizeof(tile_flash_attention_args);
+    _Alignas(tile_flash_attention_args) unsigned char buf[sizeof(tile_flash_attention_args) + 64];
+    assert_int_equal(tile_flash_attention_init(NULL, n), INV);
+    assert_message("tile_flash_attention_init: args is NULL");
+    attn_calls++;
+    const size_t small[] = {0, 1, sizeof(size_t), offsetof(tile_flash_attention_args, lse), n - 1};
+    for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
+        memset(buf, 0xee, sizeof buf);
+        assert_int_equal(tile_flash_attention_init((tile_flash_attention_args *)(void *)buf,
+                                                   small[i]),
+                         INV);
+        char text[64];
+        snprintf(text, sizeof text, "tile_flash_attention_init: struct_size is %zu", small[i]);
+        assert_message(text);
+        for (size_t j = 0; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
+        attn_calls++;
+    }
+    /* this version's size, and a newer caller's longer struct */
+    const size_t sizes[] = {n, n + 8, n + 64};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        memset(buf, 0xee, sizeof buf);
+        tile_flash_attention_args *a = (tile_flash_attention_args *)(void *)buf;
+        assert_int_equal(tile_flash_attention_init(a, sizes[i]), TILE_STATUS_SUCCESS);
+        assert_string_equal(tile_last_error(), "");
+        assert_int_equal(a->struct_size, sizes[i]);
+        for (size_t j = sizeof(size_t); j < sizes[i]; j++) assert_int_equal(buf[j], 0);
+        for (size_t j = sizes[i]; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
+    }
+}
+
+static void test_attention_call_count(void **state) {
+    (void)state;
+    /* docs/reliability.md counts these */
+    print_message("attention validation: %d invalid calls\n", attn_calls);
+}
+
 /* ---------------------------------------------------------------- strings and version */
 
 static void test_status_strings(void **state) {
@@ -879,6 +1304,12 @@ int main(void) {
         cmocka_unit_test_setup(test_norm_first_bad_argument_wins, setup_norm),
         cmocka_unit_test_setup(test_norm_explain_arguments, setup_norm),
         cmocka_unit_test(test_norm_call_count),
+        cmocka_unit_test_setup(test_attention_valid, setup_attn),
+        cmocka_unit_test_setup(test_attention_arguments, setup_attn),
+        cmocka_unit_test_setup(test_attention_tensors, setup_attn),
+        cmocka_unit_test_setup(test_attention_entry_points, setup_attn),
+        cmocka_unit_test(test_attention_init),
+        cmocka_unit_test(test_attention_call_count),
         cmocka_unit_test(test_variant_get_arguments),
         cmocka_unit_test(test_device_arch_null),
         cmocka_unit_test(test_status_strings),
