@@ -220,16 +220,30 @@ m4_define(<|TILE_ATTENTION_WG_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLO
 using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4>|>)
 # TILE_WG_TILES(tiles, L): tiles.q and two stages tiles.k[s], tiles.v[s] in shared memory.
 m4_define(<|TILE_WG_TILES|>, <|const auto $1 = tile::attn::wg_shared_tiles<$2, T>()|>)
-# TILE_WG_COPY_Q(tiles, L, a, blk), TILE_WG_COPY_KV(tiles, L, a, blk, n): start copying the
-# query block, or key and value tile n (into stage n % 2); TILE_WG_COPY_WAIT waits for them,
-# makes them visible to the tensor cores and waits for the program (a barrier).
+# TILE_WG_COPY_Q(tiles, L, a, blk), TILE_WG_COPY_K(tiles, L, a, blk, n), TILE_WG_COPY_V(...):
+# start copying the query block, or key / value tile n (into K / V stage n % 2);
+# TILE_WG_COPY_WAIT waits for them, makes them visible to the tensor cores and waits for the
+# program (a barrier).
 m4_define(<|TILE_WG_COPY_Q|>, <|TILE_ARGS(<|TILE_WG_COPY_Q|>, <|$4|>, 4)tile::attn::wg_copy_q<$2, T>($1, $3, $4)|>)
-m4_define(<|TILE_WG_COPY_KV|>, <|TILE_ARGS(<|TILE_WG_COPY_KV|>, <|$5|>, 5)tile::attn::wg_copy_kv<$2, T>($1, $3, $4, $5)|>)
+m4_define(<|TILE_WG_COPY_K|>, <|TILE_ARGS(<|TILE_WG_COPY_K|>, <|$5|>, 5)tile::attn::wg_copy_k<$2, T>($1, $3, $4, $5)|>)
+m4_define(<|TILE_WG_COPY_V|>, <|TILE_ARGS(<|TILE_WG_COPY_V|>, <|$5|>, 5)tile::attn::wg_copy_v<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::attn::wg_copy_wait_all()|>)
-# TILE_WG_SCORES(s, L, tiles, n): s = Q K_n^T (warpgroup products from shared memory).
-m4_define(<|TILE_WG_SCORES|>, <|TILE_ARGS(<|TILE_WG_SCORES|>, <|$4|>, 4)m4_dnl
-tile::attn::scores<$2> $1; tile::attn::wg_qk<$2>($1, $3, ($4) & 1)|>)
-# TILE_WG_ACCUMULATE_PV(acc, p, tiles, n): acc's output += p V_n (p from registers).
-m4_define(<|TILE_WG_ACCUMULATE_PV|>, <|TILE_ARGS(<|TILE_WG_ACCUMULATE_PV|>, <|$4|>, 4)tile::attn::wg_pv($1, $2, $3, ($4) & 1)|>)
+# TILE_ATTENTION_SCORES(s, L): s = a score tile [BLOCK_M, BLOCK_N] (registers).
+m4_define(<|TILE_ATTENTION_SCORES|>, <|tile::attn::scores<$2> $1|>)
+# TILE_WG_QK_START(s, L, tiles, n): start s = Q K_n^T (asynchronous warpgroup products);
+# TILE_WG_WAIT_SCORES(s, pending): wait for them, letting `pending` later groups run on.
+m4_define(<|TILE_WG_QK_START|>, <|TILE_ARGS(<|TILE_WG_QK_START|>, <|$4|>, 4)tile::attn::wg_qk_start<$2>($1, $3, $4)|>)
+m4_define(<|TILE_WG_WAIT_SCORES|>, <|TILE_ARGS(<|TILE_WG_WAIT_SCORES|>, <|$2|>, 2)tile::attn::wg_wait_scores<$2>($1)|>)
+# TILE_WG_PV_START(pv, L, acc, p, tiles, n): start acc's output += p V_n (p rounded into the
+# operand registers pv); TILE_WG_PV_FINISH(acc, pv): wait for it.
+m4_define(<|TILE_WG_PV_START|>, <|TILE_ARGS(<|TILE_WG_PV_START|>, <|$6|>, 6)m4_dnl
+tile::attn::p_operand<$2> $1; tile::attn::wg_pv_start<$2>($1, $3, $4, $5, $6)|>)
+m4_define(<|TILE_WG_PV_FINISH|>, <|TILE_ARGS(<|TILE_WG_PV_FINISH|>, <|$2|>, 2)tile::attn::wg_pv_finish($1, $2)|>)
+# TILE_ONLINE_SOFTMAX_DEFERRED(alpha, L, acc, s, scale_log2): TILE_ONLINE_SOFTMAX without the
+# rescale of acc's output; alpha = the per-row factors for TILE_RESCALE(acc, alpha), applied
+# once the products still adding into the output are done.
+m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|$5|>, 5)m4_dnl
+float $1[$2::MF][2]; tile::attn::online_softmax_deferred($3, $4, $5, $1)|>)
+m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::rescale($1, $2)|>)
 
 m4_changecom()m4_divert(0)m4_dnl

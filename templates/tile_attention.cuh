@@ -325,10 +325,12 @@ __device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, in
     }
 }
 
-// Online softmax: folds the tile's scores into the running max and sum, rescales the output
-// accumulator, and turns S into P = exp(scale * (S - max)) in place.
+// Online softmax: folds the tile's scores into the running max and sum and turns S into
+// P = exp(scale * (S - max)) in place; alpha = exp(scale * (old max - new max)) per row, the
+// factor the output accumulator must be rescaled by (rescale(), or at once: online_softmax).
 template <typename L>
-__device__ __forceinline__ void online_softmax(state<L> &st, scores<L> &S, float scale_log2) {
+__device__ __forceinline__ void online_softmax_deferred(state<L> &st, scores<L> &S,
+                                                        float scale_log2, float (&alpha)[L::MF][2]) {
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
@@ -343,7 +345,7 @@ __device__ __forceinline__ void online_softmax(state<L> &st, scores<L> &S, float
             // A row with every key masked so far keeps max -inf: exponents use 0 instead, so
             // exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
             const float base = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
-            const float alpha = exp2f_approx(st.m[f][r] * scale_log2 - base); // 0 when m was -inf
+            alpha[f][r] = exp2f_approx(st.m[f][r] * scale_log2 - base); // 0 when m was -inf
             st.m[f][r] = mx;
             float sum = 0.0f;
 #pragma unroll
@@ -354,13 +356,23 @@ __device__ __forceinline__ void online_softmax(state<L> &st, scores<L> &S, float
                     S.s[f][j][2 * r + e] = p;
                     sum += p;
                 }
-            st.l[f][r] = st.l[f][r] * alpha + sum;
-#pragma unroll
-            for (int d = 0; d < L::D_TILES; d++) {
-                st.o[f][d][2 * r] *= alpha;
-                st.o[f][d][2 * r + 1] *= alpha;
-            }
+            st.l[f][r] = st.l[f][r] * alpha[f][r] + sum;
         }
+}
+template <typename L>
+__device__ __forceinline__ void rescale(state<L> &st, const float (&alpha)[L::MF][2]) {
+#pragma unroll
+    for (int f = 0; f < L::MF; f++)
+#pragma unroll
+        for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st.o[f][d][e] *= alpha[f][e >> 1];
+}
+template <typename L>
+__device__ __forceinline__ void online_softmax(state<L> &st, scores<L> &S, float scale_log2) {
+    float alpha[L::MF][2];
+    online_softmax_deferred(st, S, scale_log2, alpha);
+    rescale(st, alpha);
 }
 
 // O += P V for the value tile in shared memory; P (the accumulators of S) becomes the A
@@ -515,11 +527,16 @@ __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_at
                                           const block &k) {
     wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), a.q_seq, k.m0, k.seq_q, a.head_dim);
 }
-// K and V tile n into stage n % 2.
+// Key tile n into K stage n % 2, value tile n into V stage n % 2 (separate rings: the
+// pipelined kernel reads K tile n - 1 and V tile n at once).
 template <typename L, typename T>
-__device__ __forceinline__ void wg_copy_kv(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
-                                           const block &k, int32_t n) {
+__device__ __forceinline__ void wg_copy_k(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                          const block &k, int32_t n) {
     wg_copy_tile<L, L::BLOCK_N>(s.k[n & 1], k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+}
+template <typename L, typename T>
+__device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
+                                          const block &k, int32_t n) {
     wg_copy_tile<L, L::BLOCK_N>(s.v[n & 1], v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
 // Waits for this thread's copies, makes them visible to the tensor cores' (async) proxy, then
@@ -548,17 +565,22 @@ template <int N> __device__ __forceinline__ void wg_fence_operands(float (&d)[N]
 #pragma unroll
         for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[j][e])::"memory");
 }
-__device__ __forceinline__ void wg_wait() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;" ::: "memory");
+// Waits until at most PENDING of this warpgroup's committed product groups are in flight
+// (groups complete in order).
+template <int PENDING> __device__ __forceinline__ void wg_wait_groups() {
+#if TILE_HAS_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
+#endif
 }
 
-// S = Q K^T for the warpgroup's 64 rows against key tile stage s (K-major operands).
+// Issues S = Q K_n^T for the warpgroup's 64 rows (K-major operands from K stage n % 2) as one
+// committed group; S is not to be read before a wait (wg_wait_scores).
 template <typename L, typename T>
-__device__ __forceinline__ void wg_qk(scores<L> &S, const wg_tiles<L, T> &t, int stage) {
+__device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &t, int32_t n) {
 #if TILE_HAS_WGMMA
     const int wg = threadIdx.x / 128;
     const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q) + wg * 64 * 128;
-    const unsigned char *kt = reinterpret_cast<const unsigned char *>(t.k[stage]);
+    const unsigned char *kt = reinterpret_cast<const unsigned char *>(t.k[n & 1]);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
@@ -567,43 +589,63 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const wg_tiles<L, T> &t, int
         wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc(q + qo, 16, 1024),
                                     wg_desc(kt + ko, 16, 1024), kk > 0);
     }
-    wg_wait();
-    wg_fence_operands(S.s[0]);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
-    (void)S, (void)t, (void)stage;
+    (void)S, (void)t, (void)n;
     __trap(); // wgmma variants are registered for sm_90 only
 #endif
 }
+// Waits for the scores: PENDING later groups (a P V issued after them) may stay in flight.
+template <int PENDING, typename L> __device__ __forceinline__ void wg_wait_scores(scores<L> &S) {
+    wg_wait_groups<PENDING>();
+    wg_fence_operands(S.s[0]);
+}
 
-// O += P V for value tile stage s: P from registers, V N-major (d contiguous) by descriptor.
+// P packed as the A operand of P V: it must stay untouched until the product is waited for.
+template <typename L> struct p_operand {
+    uint32_t a[L::BLOCK_N / 16][4];
+};
+template <int K> __device__ __forceinline__ void wg_fence_registers(uint32_t (&r)[K][4]) {
+#pragma unroll
+    for (int k = 0; k < K; k++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+r"(r[k][e])::"memory");
+}
+
+// Issues O += P V_n (P from registers, V N-major from V stage n % 2) as one committed group.
 template <typename L, typename T>
-__device__ __forceinline__ void wg_pv(state<L> &st, const scores<L> &P, const wg_tiles<L, T> &t,
-                                      int stage) {
+__device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
+                                            const wg_tiles<L, T> &t, int32_t n) {
 #if TILE_HAS_WGMMA
-    const unsigned char *vt = reinterpret_cast<const unsigned char *>(t.v[stage]);
+    const unsigned char *vt = reinterpret_cast<const unsigned char *>(t.v[n & 1]);
     // every operand register is written before the fence: none changes while products run
-    uint32_t pa[L::BLOCK_N / 16][4];
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
-        pa[kk][0] = mma_type<T>::pack(P.s[0][2 * kk][0], P.s[0][2 * kk][1]);
-        pa[kk][1] = mma_type<T>::pack(P.s[0][2 * kk][2], P.s[0][2 * kk][3]);
-        pa[kk][2] = mma_type<T>::pack(P.s[0][2 * kk + 1][0], P.s[0][2 * kk + 1][1]);
-        pa[kk][3] = mma_type<T>::pack(P.s[0][2 * kk + 1][2], P.s[0][2 * kk + 1][3]);
+        pa.a[kk][0] = mma_type<T>::pack(P.s[0][2 * kk][0], P.s[0][2 * kk][1]);
+        pa.a[kk][1] = mma_type<T>::pack(P.s[0][2 * kk][2], P.s[0][2 * kk][3]);
+        pa.a[kk][2] = mma_type<T>::pack(P.s[0][2 * kk + 1][0], P.s[0][2 * kk + 1][1]);
+        pa.a[kk][3] = mma_type<T>::pack(P.s[0][2 * kk + 1][2], P.s[0][2 * kk + 1][3]);
     }
-    wg_fence_operands(st.o[0]);
+    // (no operand fence on the output here: an empty asm "defining" the accumulators while the
+    // scores' products run makes ptxas serialize the warpgroup's products, C7515)
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
         // 16 key rows a step; the head's 64-column blocks lie BLOCK_N * 128 bytes apart
-        wgmma_op<T, L::HEAD_DIM>::rs(&st.o[0][0][0], pa[kk],
+        wgmma_op<T, L::HEAD_DIM>::rs(&st.o[0][0][0], pa.a[kk],
                                      wg_desc(vt + kk * 16 * 128, L::BLOCK_N * 128, 1024));
     }
-    wg_wait();
-    wg_fence_operands(st.o[0]);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
-    (void)st, (void)P, (void)t, (void)stage;
+    (void)pa, (void)st, (void)P, (void)t, (void)n;
     __trap();
 #endif
+}
+// Waits for every product in flight (the P V): the output and P's registers are free again.
+template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st, p_operand<L> &pa) {
+    wg_wait_groups<0>();
+    wg_fence_operands(st.o[0]);
+    wg_fence_registers(pa.a);
 }
 
 } // namespace attn
