@@ -51,8 +51,14 @@ static int32_t expected_align(tile_dtype d, int64_t rows, int64_t ld_y, int64_t 
     return a;
 }
 
+/* Attention's Hopper family: warpgroup products (wgmma), sm_90 only, one program a block. */
+static int is_wgmma_variant(const tile_variant_info *v) {
+    return !strcmp(v->op, "attention") && strstr(v->name, "_wgmma_sm90") != NULL;
+}
+
 static int is_cluster_variant(const tile_variant_info *v) {
     size_t n = strlen(v->name);
+    if (is_wgmma_variant(v)) return v->cluster > 1; /* named _sm90 for wgmma, not clusters */
     return v->cluster > 1 || (n > 5 && !strcmp(v->name + n - 5, "_sm90")) ||
            strstr(v->name, "_c2") || strstr(v->name, "_c4") || strstr(v->name, "_c8");
 }
@@ -183,23 +189,49 @@ static void test_sm80_never_clusters(void **state) {
             }
 }
 
-/* On sm_90 the cluster variants join the candidates for wide rows. */
+/* On sm_90 the cluster variants join the candidates for wide rows: the extra candidates are
+ * exactly the variants compiled for sm_90 and newer only (arch_min 90) that fit the shape. */
 static void test_sm90_adds_cluster_candidates(void **state) {
     (void)state;
     for (size_t t = 0; t < 3; t++) {
         tile_decision d80 = check_decision(dtypes[t], 2, 16384, 16384, 16384, 16, 80);
         tile_decision d90 = check_decision(dtypes[t], 2, 16384, 16384, 16384, 16, 90);
         assert_true(d90.eligible > d80.eligible);
-        int clusters = 0;
+        int clusters = 0, extra = 0;
         for (int32_t i = 0; i < tile_variant_count(); i++) {
             tile_variant_info v = get_info(i);
-            if (v.dtype == dtypes[t] && is_cluster_variant(&v)) {
+            if (v.dtype != dtypes[t]) continue;
+            if (is_cluster_variant(&v)) {
                 clusters++;
                 assert_true(v.arch_min >= 90);
                 assert_true(v.cluster > 1);
             }
+            /* sm_90-only code is a cluster variant or attention's wgmma family, no other */
+            if (v.arch_min >= 90) {
+                if (!(v.cluster > 1 || is_wgmma_variant(&v))) {
+                    print_error("%s is sm_%d..%d only but neither a cluster nor a wgmma "
+                                "variant\n",
+                                v.name, v.arch_min, v.arch_max);
+                    fail();
+                }
+                if (is_wgmma_variant(&v)) {
+                    assert_int_equal(v.cluster, 1);
+                    assert_int_equal(v.arch_min, 90);
+                    assert_int_equal(v.arch_max, 90);
+                }
+            }
+            /* the softmax candidates sm_90 has and sm_80 lacks */
+            if (!strcmp(v.op, "softmax") && v.arch_min > 80 && arch_holds(&v, 90) &&
+                (!v.max_cols || v.max_cols >= 16384) && 16 % v.align_bytes == 0 &&
+                v.smem_bytes <= tile_arch_smem_limit(90)) {
+                assert_int_equal(v.arch_min, 90);
+                assert_true(v.cluster > 1);
+                extra++;
+            }
         }
         assert_true(clusters > 0);
+        assert_true(extra > 0);
+        assert_int_equal(d90.eligible - d80.eligible, extra);
     }
 }
 
@@ -418,12 +450,14 @@ static void test_registry(void **state) {
     assert_int_equal(tile_variant_find(NULL), -1);
 }
 
-/* Cluster variants may only be eligible where the fatbinary has SASS with clusters. */
+/* Cluster variants, and the other sm_90-only code (attention's wgmma family, sm_90a
+ * instructions), may only be eligible where the fatbinary has SASS for the arch: the PTX is
+ * built for a pre-Hopper target and has neither. */
 static void test_cluster_variants_have_code(void **state) {
     (void)state;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
         tile_variant_info v = get_info(i);
-        if (v.cluster <= 1) continue;
+        if (v.cluster <= 1 && v.arch_min < 90) continue;
         for (int32_t arch = 80; arch <= 130; arch++) {
             if (!arch_holds(&v, arch)) continue;
             if (!has_sass(arch)) {
@@ -533,41 +567,72 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
     return a;
 }
 
-/* The narrowest compiled HEAD_DIM that holds the head wins, on every arch of the sm_80 path
- * (sm_86's 99 KiB of shared memory per block holds every attention variant). */
+/* Which head width wins. Before and after sm_90 (and on sm_90 for heads over 128) only the
+ * mma.sync family runs, and the narrowest compiled HEAD_DIM that holds the head wins: a wider
+ * one pays its zero padding (cost x HEAD_DIM / head_dim), which no other term of
+ * src/dispatch.c's heuristic_cost makes up for; within the width, the one variant whose warps
+ * own 32 query rows (m128 over 4 warps: cost x threads / (2 * BLOCK_M) = 0.5, against 1 for the
+ * 16-row warps) wins, which at these 32768 query rows (256 programs of 128 rows against 2 * 132
+ * SMs: x 1.03) is 2x ahead of the rest. Heads over 128 have one variant, d256_m64_n32_w4.
+ * On sm_90 the wgmma family (HEAD_DIM 64 and 128, cost x 0.25, 16-row warps: x 1) joins for
+ * heads up to 128, and its narrowest width that holds the head wins: against mma's narrowest
+ * fit its padding costs at most 2x more (heads up to 32: d64 against d32; 72 to 96: 128 against
+ * 96 is 1.33x), which its 0.25 against mma's best 0.5 cancels or beats. Where the two cancel
+ * (heads up to 32) the small terms decide: d32_m128_n64_w4's 20 KiB of shared memory is charged
+ * 1 + 2048/20480 = 1.10 and its 256 programs 1.03, the 64-row wgmma tiles (512 programs) about
+ * 1.03 (head 8: 2.08 against 2.30). The wgmma pick's block shape is left to the small terms.
+ * sm_86 and sm_89 (99 KiB of shared memory a block) hold every mma variant. */
 static void test_attention_head_dims(void **state) {
     (void)state;
     static const struct {
-        int32_t head_dim, variant_dim;
-    } cases[] = {{8, 32},   {32, 32},   {40, 64},   {64, 64},   {72, 96},   {96, 96},
-                 {104, 128}, {128, 128}, {136, 256}, {200, 256}, {256, 256}};
+        int32_t head_dim, mma_dim, wgmma_dim; /* wgmma_dim 0: wider than the wgmma family */
+    } cases[] = {{8, 32, 64},    {32, 32, 64},   {40, 64, 64},  {64, 64, 64},
+                 {72, 96, 128},  {96, 96, 128},  {104, 128, 128}, {128, 128, 128},
+                 {136, 256, 0},  {200, 256, 0},  {256, 256, 0}};
     const int32_t archs[] = {80, 86, 89, 90, 100};
     const tile_dtype dts[] = {TILE_DTYPE_F16, TILE_DTYPE_BF16};
     for (size_t a = 0; a < sizeof archs / sizeof *archs; a++)
         for (size_t t = 0; t < 2; t++)
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-                const tile_flash_attention_args args = attention_problem(dts[t], cases[c].head_dim);
+                const int32_t arch = archs[a], head_dim = cases[c].head_dim;
+                const tile_flash_attention_args args = attention_problem(dts[t], head_dim);
                 tile_decision d = new_decision();
-                tile_status s = tile_flash_attention_explain(&args, archs[a], &d);
+                tile_status s = tile_flash_attention_explain(&args, arch, &d);
                 if (s != TILE_STATUS_SUCCESS)
-                    print_error("head_dim %d sm_%d: %s\n", cases[c].head_dim, archs[a],
-                                tile_last_error());
+                    print_error("head_dim %d sm_%d: %s\n", head_dim, arch, tile_last_error());
                 assert_int_equal(s, TILE_STATUS_SUCCESS);
                 assert_string_equal(tile_last_error(), "");
-                assert_int_equal(d.arch, archs[a]);
-                assert_int_equal(d.eligible, count_eligible_of("attention", dts[t],
-                                                               cases[c].head_dim, 16, archs[a]));
+                assert_int_equal(d.arch, arch);
+                assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
+                assert_int_equal(d.eligible,
+                                 count_eligible_of("attention", dts[t], head_dim, 16, arch));
                 tile_variant_info v = get_info(d.variant);
                 assert_string_equal(v.op, "attention");
                 assert_int_equal(v.dtype, dts[t]);
-                if (v.max_cols != cases[c].variant_dim) {
-                    print_error("head_dim %d on sm_%d picked %s, want a d%d variant\n",
-                                cases[c].head_dim, archs[a], v.name, cases[c].variant_dim);
+                /* eligible: arch range, shared memory, head width */
+                assert_true(arch_holds(&v, arch));
+                assert_true(v.smem_bytes <= tile_arch_smem_limit(arch));
+                assert_true(v.max_cols >= head_dim);
+                const int wgmma = arch == 90 && cases[c].wgmma_dim > 0;
+                const int32_t want_dim = wgmma ? cases[c].wgmma_dim : cases[c].mma_dim;
+                char want[64];
+                if (wgmma)
+                    snprintf(want, sizeof want, "_d%d_", want_dim);
+                else if (want_dim == 256)
+                    snprintf(want, sizeof want, "_d256_m64_n32_w4");
+                else
+                    snprintf(want, sizeof want, "_d%d_m128_n64_w4", want_dim);
+                const size_t n = strlen(v.name), wn = strlen(want);
+                const int name_ok =
+                    wgmma ? strstr(v.name, want) && is_wgmma_variant(&v) && v.arch_min == 90
+                          : n > wn && !strcmp(v.name + n - wn, want) && !is_wgmma_variant(&v) &&
+                                v.arch_min == 80;
+                if (v.max_cols != want_dim || !name_ok) {
+                    print_error("head_dim %d on sm_%d picked %s, want a%s variant ending %s\n",
+                                head_dim, arch, v.name, wgmma ? " wgmma" : "n mma",
+                                wgmma ? "in _wgmma_sm90" : want);
                     fail();
                 }
-                char tag[32];
-                snprintf(tag, sizeof tag, "_d%d_", cases[c].variant_dim);
-                assert_non_null(strstr(v.name, tag));
             }
 }
 
@@ -593,21 +658,46 @@ static void test_attention_mismatch(void **state) {
     assert_non_null(strstr(tile_last_error(), "k_seq_stride 260"));
 }
 
-/* A short sequence: fewer query rows than a 128-row block fills on 132 SMs; the heuristic
- * prefers the 64-row blocks (more programs) at equal head width. */
+/* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
+ * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so heuristic_cost charges
+ * the 128-row blocks 1 + 232/264 = 1.88 and the 64-row ones 1 + 200/264 = 1.76. On sm_90 every
+ * wgmma variant gives a warp 16 rows (threads / (2 * BLOCK_M) = 1), so that term decides for the
+ * 64-row block with 128-key tiles: head 128: 0.45 against 0.48 and 0.49 for the 128-row blocks
+ * (no 64x64 tile at head 128); head 64: 0.46 against 0.47 for the 64x64 tile (smaller shared
+ * memory: 1 + 2048/43008 against 1 + 2048/75776) and 0.49 and 0.50 for the 128-row blocks. On
+ * sm_80, sm_86 and sm_100 (mma only) the 128-row block over 4 warps (32 rows a warp, x 0.5)
+ * outweighs the 1.07x program-count charge and wins (0.98 against 1.85 for d128_m64_n64_w4). */
 static void test_attention_small_batch_prefers_short_blocks(void **state) {
     (void)state;
-    tile_flash_attention_args args = attention_problem(TILE_DTYPE_BF16, 128);
-    args.batch = 1;
-    args.heads_q = args.heads_kv = 8;
-    args.seqlen_q = 512;
-    args.q_seq_stride = args.o_seq_stride = 8 * 128;
-    args.k_seq_stride = args.v_seq_stride = 8 * 128;
-    tile_decision d = new_decision();
-    assert_int_equal(tile_flash_attention_explain(&args, 80, &d), TILE_STATUS_SUCCESS);
-    assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
-    tile_variant_info v = get_info(d.variant);
-    assert_non_null(strstr(v.name, "_d128_m64_"));
+    static const struct {
+        int32_t arch, head_dim;
+        const char *want;
+    } cases[] = {
+        {90, 128, "attention_bf16_d128_m64_n128_w4_wgmma_sm90"},
+        {90, 64, "attention_bf16_d64_m64_n128_w4_wgmma_sm90"},
+        {80, 128, "attention_bf16_d128_m128_n64_w4"},
+        {86, 128, "attention_bf16_d128_m128_n64_w4"},
+        {100, 128, "attention_bf16_d128_m128_n64_w4"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int32_t hd = cases[c].head_dim;
+        tile_flash_attention_args args = attention_problem(TILE_DTYPE_BF16, hd);
+        args.batch = 1;
+        args.heads_q = args.heads_kv = 8;
+        args.seqlen_q = 512;
+        args.q_seq_stride = args.o_seq_stride = 8 * (int64_t)hd;
+        args.k_seq_stride = args.v_seq_stride = 8 * (int64_t)hd;
+        tile_decision d = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&args, cases[c].arch, &d),
+                         TILE_STATUS_SUCCESS);
+        assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
+        tile_variant_info v = get_info(d.variant);
+        if (strcmp(v.name, cases[c].want)) {
+            print_error("head_dim %d, 4096 query rows on sm_%d picked %s, want %s\n", hd,
+                        cases[c].arch, v.name, cases[c].want);
+            fail();
+        }
+    }
 }
 
 int main(void) {

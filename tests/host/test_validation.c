@@ -894,7 +894,11 @@ static void attn_expect(int line, const char *what, int entries,
 
 /* The base case and its varlen form are valid: explain picks an attention variant of the
  * dtype for sm_80 and sm_90. (tile_flash_attention itself would launch on host pointers where
- * a GPU exists; tests/host/test_no_driver.c runs it without a driver.) */
+ * a GPU exists; tests/host/test_no_driver.c runs it without a driver.) Heads of 32: on sm_80 the
+ * narrowest mma width, 32; on sm_90 the wgmma family (heads of 64 and 128 only, charged a
+ * quarter of mma's cost by the dispatch heuristic) takes them zero-padded to 64, as its 2x
+ * padding and 0.25 match the d32 mma variant's 32-row warps (0.5) and d32_m128_n64_w4's small
+ * shared memory is charged more (1 + 2048/20480 = 1.10, the d64 wgmma tiles at most 1.05). */
 static void test_attention_valid(void **state) {
     (void)state;
     for (int varlen = 0; varlen < 2; varlen++)
@@ -908,7 +912,11 @@ static void test_attention_valid(void **state) {
             assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
             assert_string_equal(info.op, "attention");
             assert_int_equal(info.dtype, BF16);
-            assert_int_equal(info.max_cols, 32);
+            assert_int_equal(info.max_cols, arch >= 90 ? 64 : 32);
+            assert_int_equal(info.arch_min, arch >= 90 ? 90 : 80);
+            assert_int_equal(info.cluster, 1);
+            assert_true(info.arch_max == 0 || info.arch_max >= arch);
+            assert_int_equal(strstr(info.name, "_wgmma_sm90") != NULL, arch >= 90);
         }
     /* valid edges: varlen lengths of 0, a stride of 0 (broadcast input) or one that does not
      * count (an axis of one position), the largest head, MQA, scale negative */
