@@ -35,6 +35,39 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
     return __float2bfloat16_rn(v);
 }
 
+// Two 16-bit storage values packed in a 32-bit word to two floats (tag dispatch on the type).
+// bf16: integer ops, one instruction per element (low half: shift, high half: mask), where a
+// per-element conversion costs a PRMT and a shift for each high half. f16: __half22float2.
+__device__ __forceinline__ void unpack2(uint32_t w, float *out, __nv_bfloat16) {
+    out[0] = __uint_as_float(w << 16);
+    out[1] = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack2(uint32_t w, float *out, __half) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w));
+    out[0] = f.x;
+    out[1] = f.y;
+}
+// Two floats rounded (to nearest even) to two 16-bit storage values in one word, one cvt for
+// the pair: bit for bit two from_float calls.
+__device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+// A 16-byte vector of N storage values to N floats, bit for bit what to_float gives.
+template <int N, typename T> __device__ __forceinline__ void unpack16(const int4 &raw, float *out) {
+    static_assert(N * sizeof(T) == 16, "a 16-byte vector");
+    const uint32_t w[4] = {(uint32_t)raw.x, (uint32_t)raw.y, (uint32_t)raw.z, (uint32_t)raw.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        if constexpr (sizeof(T) == 4) out[j] = __uint_as_float(w[j]);
+        else unpack2(w[j], out + 2 * j, T{});
+    }
+}
+
 // exp via the SFU's base-2 exponential: one FMUL + MUFU.EX2 (relative error ~2^-22).
 __device__ __forceinline__ float exp2_approx(float x) {
     float y;
@@ -129,18 +162,18 @@ __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int
     for (int i = 0; i < L::ITERS; i++) {
         const int c = L::col(i);
         if (row_ok && c + L::VEC <= limit) {
-            vec_t<L::VEC, T> w;
             const vec_t<L::VEC, T> *src = reinterpret_cast<const vec_t<L::VEC, T> *>(p + c);
-            if constexpr (sizeof(w) == 16) {
+            if constexpr (sizeof(vec_t<L::VEC, T>) == 16) {
                 const int4 *v = reinterpret_cast<const int4 *>(src);
-                int4 raw = H == hint::evict_first ? __ldcs(v) : H == hint::read_only ? __ldg(v)
-                                                                                     : *v;
-                w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
+                const int4 raw = H == hint::evict_first ? __ldcs(v)
+                                 : H == hint::read_only ? __ldg(v)
+                                                        : *v;
+                unpack16<L::VEC, T>(raw, t.v[i]);
             } else {
-                w = *src;
-            }
+                const vec_t<L::VEC, T> w = *src;
 #pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
+                for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
+            }
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++)
@@ -190,11 +223,19 @@ __device__ __forceinline__ void store_row(float *p, int64_t row, int64_t rows, f
 
 // Rounds every element to storage type T and back: the tile then holds exactly what a store
 // of it writes.
+// 16-bit types go a pair at a time (pack2, unpack2: 3 instructions per pair, not 4).
 template <typename T, typename L> __device__ __forceinline__ void round_to(frag<L> &t) {
 #pragma unroll
-    for (int i = 0; i < L::ITERS; i++)
+    for (int i = 0; i < L::ITERS; i++) {
+        if constexpr (sizeof(T) == 2 && L::VEC % 2 == 0) {
 #pragma unroll
-        for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(from_float<T>(t.v[i][k]));
+            for (int k = 0; k < L::VEC; k += 2)
+                unpack2(pack2(t.v[i][k], t.v[i][k + 1], T{}), &t.v[i][k], T{});
+        } else {
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(from_float<T>(t.v[i][k]));
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------ staging
@@ -249,10 +290,7 @@ __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *
     for (int i = 0; i < L::ITERS; i++) {
         const int c = L::col(i);
         if (row_ok && c + L::VEC <= limit) {
-            int4 raw = *reinterpret_cast<const int4 *>(s + c);
-            const vec_t<L::VEC, T> w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
+            unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), t.v[i]);
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++)
@@ -287,7 +325,6 @@ __device__ __forceinline__ void apply_with(frag<L> &a, const frag<L> &b, F f) {
 #pragma unroll
         for (int k = 0; k < L::VEC; k++) a.v[i][k] = f(a.v[i][k], b.v[i][k]);
 }
-
 // ------------------------------------------------------------------------------ dropout
 // Philox4x32-10 (Salmon et al., SC'11): counter-based, so an element's random word depends on
 // (key, counter) alone, never on which thread, variant or GPU computes it.
