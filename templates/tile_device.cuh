@@ -9,11 +9,14 @@
 
 #include "norm_args.h" // argument blocks of kernels/*.tile, shared with the host
 
+// Hopper features (sm_90 SASS only; the sm_80 SASS and compute_80 PTX of the same source trap
+// there, and the grids register the variants that use them for sm_90 only): thread-block
+// clusters, and the bulk-copy engine with mbarrier transaction counts.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #include <cooperative_groups.h>
-#define TILE_HAS_CLUSTERS 1
+#define TILE_HAS_SM90 1
 #else
-#define TILE_HAS_CLUSTERS 0
+#define TILE_HAS_SM90 0
 #endif
 
 namespace tile {
@@ -299,6 +302,119 @@ __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *
     }
 }
 
+// ------------------------------------------------------------------------------ row ring
+// A ring of STAGES row buffers in the dynamic shared memory (STAGES * BLOCK_N storage values,
+// the grid's `set smem`), filled by the Hopper bulk-copy engine: one 1-D cp.async.bulk per row
+// (no tensor map, no registers, no per-thread addresses), completing on the slot's mbarrier
+// with a transaction count of the row's bytes. A persistent program (ROWS == 1) walking its
+// rows with TILE_FOR_ROW_BLOCKS keeps the next STAGES rows copying while it reduces and writes
+// the current one, so a program always has bytes in flight, not only between a load and its
+// first reduction. Slot s holds the program's rows k with k % STAGES == s; its barrier completes
+// one phase per row, so a reader waits for phase parity (k / STAGES) % 2. Thread 0 issues every
+// copy. A row's whole 16-byte vectors are copied (the bulk engine moves multiples of 16 bytes
+// from 16-byte aligned addresses: the grid sets align = 16); stage_load reads a partial last
+// vector from global memory.
+template <typename L, typename T, int STAGES> struct ring {
+    static_assert(L::ROWS == 1 && L::CLUSTER == 1, "a slot holds one row of one program");
+    static_assert(L::VEC * sizeof(T) == 16, "rows are copied as whole 16-byte vectors");
+    static_assert(STAGES >= 1 && STAGES <= 8, "a few slots");
+    const T *base;
+    int64_t rows, cols, ld;
+    uint32_t bytes;  // copied per row: its whole 16-byte vectors
+    int slot;        // the slot the next row read comes from
+    uint32_t parity; // the phase parity that row's copy completes
+};
+
+__device__ __forceinline__ uint32_t shared_address(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// The ring's barriers: one per slot, static shared memory of the kernel.
+template <int STAGES> __device__ __forceinline__ uint64_t *ring_barriers() {
+    __shared__ __align__(8) uint64_t barrier[STAGES];
+    return barrier;
+}
+
+// Thread 0: start copying row `row` (nothing past the last row) into `slot`. The barrier's one
+// arrival carries the byte count the copy then completes.
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ void ring_fetch(const ring<L, T, STAGES> &r, int slot, int64_t row) {
+#if TILE_HAS_SM90
+    if (row >= r.rows) return;
+    const uint32_t bar = shared_address(&ring_barriers<STAGES>()[slot]);
+    const uint32_t dst = shared_address(stage_buffer<T>() + slot * L::BLOCK_N);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(r.bytes)
+                 : "memory");
+    if (r.bytes)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1], %2, [%3];" ::"r"(dst),
+                     "l"(r.base + row * r.ld), "r"(r.bytes), "r"(bar)
+                     : "memory");
+#else
+    (void)r, (void)slot, (void)row;
+    __trap(); // registered for sm_90 only (arch_min = arch_max = 90)
+#endif
+}
+
+// Collective, once per program: set up the barriers and start copying the program's first
+// STAGES rows (its first row and the next ones TILE_FOR_ROW_BLOCKS will visit).
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ ring<L, T, STAGES> ring_start(const T *base, int64_t rows, int64_t cols,
+                                                         int64_t ld) {
+    const int64_t copied = (cols < L::BLOCK_N ? cols : L::BLOCK_N) / L::VEC * L::VEC;
+    const ring<L, T, STAGES> r{base, rows, cols, ld, (uint32_t)(copied * sizeof(T)), 0, 0};
+#if TILE_HAS_SM90
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; s++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
+                             shared_address(&ring_barriers<STAGES>()[s]))
+                         : "memory");
+        // The initialized barriers are visible to the bulk-copy (async) proxy and other threads.
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int s = 0; s < STAGES; s++)
+            ring_fetch(r, s, program_row<L>() + s * row_stride<L>());
+#else
+    __trap(); // registered for sm_90 only
+#endif
+    return r;
+}
+
+// Collective: t = row `row` (the program's next row, in TILE_FOR_ROW_BLOCKS order) as fp32 from
+// its slot, once its copy has landed; `other` beyond cols. Then, once every thread has read
+// the slot (a barrier), thread 0 refills it with the row STAGES rows ahead.
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ void ring_load(frag<L> &t, ring<L, T, STAGES> &r, int64_t row,
+                                          float other) {
+#if TILE_HAS_SM90
+    const uint32_t bar = shared_address(&ring_barriers<STAGES>()[r.slot]);
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(r.parity)
+                     : "memory");
+    } while (!done);
+    stage_load<L>(t, stage_buffer<T>() + r.slot * L::BLOCK_N, r.base, row, r.rows, 0, r.cols,
+                  r.ld, other);
+    __syncthreads(); // the slot's readers are done: the copy engine may overwrite it
+    if (threadIdx.x == 0) ring_fetch(r, r.slot, row + STAGES * row_stride<L>());
+    if (++r.slot == STAGES) {
+        r.slot = 0;
+        r.parity ^= 1;
+    }
+#else
+    (void)t, (void)r, (void)row, (void)other;
+    __trap(); // registered for sm_90 only
+#endif
+}
+
 // ------------------------------------------------------------------------------ maps
 // In place: a = f(a). Softmax keeps exp(x - max) in the registers that held x.
 template <typename L, typename F> __device__ __forceinline__ void apply(frag<L> &a, F f) {
@@ -487,7 +603,7 @@ template <typename L, typename V, typename Op> __device__ __forceinline__ V row_
 #pragma unroll
         for (int w = 1; w < L::WARPS_PER_ROW; w++) v = op(v, warp_part[w]);
         if constexpr (L::CLUSTER > 1) {
-#if TILE_HAS_CLUSTERS
+#if TILE_HAS_SM90
             namespace cg = cooperative_groups;
             cg::cluster_group cluster = cg::this_cluster();
             if (threadIdx.x == 0) program_part = v;
