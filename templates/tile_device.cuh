@@ -152,31 +152,45 @@ template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
 // vectors read after a row reduction, so their registers are not held through it.
 enum class hint { evict_first, read_only, plain };
 
-// Masked tile load of row `row`, columns col0 + [0, BLOCK_N): whole vectors in bounds use one
-// 16-byte access; a vector straddling `cols` falls back to element accesses; lanes outside
-// the tile read as `other`.
+// One whole vector of a tile: VEC storage values at src (16 bytes in one access where VEC
+// allows, with the cache hint H) to fp32, and back.
 template <typename L, hint H, typename T>
-__device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
-                                     int64_t col0, int64_t cols, int64_t ld, float other) {
-    const bool row_ok = row < rows;
-    const T *p = base + row * ld + col0;
-    const int64_t limit = cols - col0;
+__device__ __forceinline__ void read_vector(float *out, const T *src) {
+    if constexpr (sizeof(vec_t<L::VEC, T>) == 16) {
+        const int4 *v = reinterpret_cast<const int4 *>(src);
+        const int4 raw = H == hint::evict_first ? __ldcs(v) : H == hint::read_only ? __ldg(v) : *v;
+        unpack16<L::VEC, T>(raw, out);
+    } else {
+        const vec_t<L::VEC, T> w = *reinterpret_cast<const vec_t<L::VEC, T> *>(src);
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) out[k] = to_float(w.e[k]);
+    }
+}
+template <typename L, typename T> __device__ __forceinline__ void write_vector(T *dst, const float *in) {
+    vec_t<L::VEC, T> w;
+#pragma unroll
+    for (int k = 0; k < L::VEC; k++) w.e[k] = from_float<T>(in[k]);
+    *reinterpret_cast<vec_t<L::VEC, T> *>(dst) = w;
+}
+
+// The masked read shared by load and stage_load: tile columns [0, BLOCK_N) of a row at p, whose
+// first `limit` columns exist. whole(out, c) reads the whole vector at column c (in bounds);
+// a vector straddling the end falls back to element reads from p; lanes outside the row read
+// as `other`. A whole tile (every tile but a row's last, and a row exactly BLOCK_N wide) takes
+// one bounds test instead of one per vector.
+template <typename L, typename T, typename Whole>
+__device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, int64_t limit,
+                                          float other, Whole whole) {
+    if (row_ok && limit >= L::BLOCK_N) {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++) whole(t.v[i], L::col(i));
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int c = L::col(i);
         if (row_ok && c + L::VEC <= limit) {
-            const vec_t<L::VEC, T> *src = reinterpret_cast<const vec_t<L::VEC, T> *>(p + c);
-            if constexpr (sizeof(vec_t<L::VEC, T>) == 16) {
-                const int4 *v = reinterpret_cast<const int4 *>(src);
-                const int4 raw = H == hint::evict_first ? __ldcs(v)
-                                 : H == hint::read_only ? __ldg(v)
-                                                        : *v;
-                unpack16<L::VEC, T>(raw, t.v[i]);
-            } else {
-                const vec_t<L::VEC, T> w = *src;
-#pragma unroll
-                for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
-            }
+            whole(t.v[i], c);
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++)
@@ -185,21 +199,33 @@ __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int
     }
 }
 
-// Masked tile store: only in-bounds elements are written.
+// Masked tile load of row `row`, columns col0 + [0, BLOCK_N) (read_tile): whole vectors in
+// bounds use one 16-byte access with the cache hint H.
+template <typename L, hint H, typename T>
+__device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
+                                     int64_t col0, int64_t cols, int64_t ld, float other) {
+    const T *p = base + row * ld + col0;
+    read_tile<L>(t, p, row < rows, cols - col0, other,
+                 [&](float *out, int c) { read_vector<L, H>(out, p + c); });
+}
+
+// Masked tile store: only in-bounds elements are written (a whole tile: one bounds test).
 template <typename L, typename T>
 __device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, int64_t rows,
                                       int64_t col0, int64_t cols, int64_t ld) {
     if (row >= rows) return;
     T *p = base + row * ld + col0;
     const int64_t limit = cols - col0;
+    if (limit >= L::BLOCK_N) {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++) write_vector<L>(p + L::col(i), t.v[i]);
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int c = L::col(i);
         if (c + L::VEC <= limit) {
-            vec_t<L::VEC, T> w;
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) w.e[k] = from_float<T>(t.v[i][k]);
-            *reinterpret_cast<vec_t<L::VEC, T> *>(p + c) = w;
+            write_vector<L>(p + c, t.v[i]);
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++)
@@ -280,26 +306,15 @@ __device__ __forceinline__ void stage_wait() {
 }
 
 // Tile col0 from the stage (whole vectors) or global memory (the partial vector at the row's
-// end), as fp32; `other` outside the row.
+// end), as fp32; `other` outside the row (read_tile).
 template <typename L, typename T>
 __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *base, int64_t row,
                                            int64_t rows, int64_t col0, int64_t cols, int64_t ld,
                                            float other) {
-    const bool row_ok = row < rows;
     const T *s = stage + stage_offset<L>(col0);
-    const T *p = base + row * ld + col0;
-    const int64_t limit = cols - col0;
-#pragma unroll
-    for (int i = 0; i < L::ITERS; i++) {
-        const int c = L::col(i);
-        if (row_ok && c + L::VEC <= limit) {
-            unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), t.v[i]);
-        } else {
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++)
-                t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
-        }
-    }
+    read_tile<L>(t, base + row * ld + col0, row < rows, cols - col0, other, [&](float *out, int c) {
+        unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), out);
+    });
 }
 
 // ------------------------------------------------------------------------------ row ring
