@@ -399,6 +399,14 @@ static void test_registry(void **state) {
         assert_true(v.arch_min >= 80);
         assert_true(v.arch_max == 0 || v.arch_max >= v.arch_min);
         if (v.cluster > 1) assert_true(v.arch_min >= 90);
+        /* the `_sm90` suffix marks exactly the sm_90-only variants (clusters, bulk copies) */
+        const size_t len = strlen(v.name);
+        const int sm90_name = len > 5 && !strcmp(v.name + len - 5, "_sm90");
+        if (sm90_name != (v.arch_min >= 90)) {
+            print_error("%s: arch sm_%d..%d but %s the _sm90 suffix\n", v.name, v.arch_min,
+                        v.arch_max, sm90_name ? "has" : "lacks");
+            fail();
+        }
         /* the internal table says the same */
         const tile_variant *r = &tile_registry[i];
         assert_string_equal(r->name, v.name);
@@ -418,17 +426,18 @@ static void test_registry(void **state) {
     assert_int_equal(tile_variant_find(NULL), -1);
 }
 
-/* Cluster variants may only be eligible where the fatbinary has SASS with clusters. */
-static void test_cluster_variants_have_code(void **state) {
+/* sm_90-only variants (clusters, bulk copies) may only be eligible where the fatbinary has
+ * sm_90 SASS: the compute_80 PTX of their kernels traps. */
+static void test_sm90_variants_have_code(void **state) {
     (void)state;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
         tile_variant_info v = get_info(i);
-        if (v.cluster <= 1) continue;
+        if (!is_sm90_variant(&v)) continue;
         for (int32_t arch = 80; arch <= 130; arch++) {
             if (!arch_holds(&v, arch)) continue;
             if (!has_sass(arch)) {
                 print_error("%s (sm_%d..%d) is eligible on sm_%d, which runs the PTX (no "
-                            "clusters)\n",
+                            "clusters, no bulk copies)\n",
                             v.name, v.arch_min, v.arch_max, arch);
                 fail();
             }
@@ -526,7 +535,7 @@ int main(void) {
         cmocka_unit_test(test_explain_is_deterministic),
         cmocka_unit_test(test_decision_struct_size),
         cmocka_unit_test(test_registry),
-        cmocka_unit_test(test_cluster_variants_have_code),
+        cmocka_unit_test(test_sm90_variants_have_code),
         cmocka_unit_test(test_tuned_table),
         cmocka_unit_test(test_internal_helpers),
     };
