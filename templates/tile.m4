@@ -83,7 +83,8 @@ tile::frag<$2> $1; tile::stage_load<$2>($1, $3, (const T *)($4), $5, $6, $7, $8,
 # TILE_RING(r, L, ptr, rows, cols, ld): r = a ring of STAGES (the grid point's) row buffers in
 # shared memory, filled by Hopper bulk copies; the program's first STAGES rows of ptr start
 # copying. Collective. For persistent programs of one row (ROWS 1) walking TILE_FOR_ROW_BLOCKS.
-# STAGES is checked only in the kernel the grid point emits (others are discarded unexpanded).
+# STAGES is checked only in the kernel the grid point emits (m4 still expands the discarded
+# kernels, whose points need not define it).
 m4_define(<|TILE_RING|>, <|TILE_ARGS(<|TILE_RING|>, <|$6|>, 6)m4_dnl
 m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_NEED(<|STAGES|>)|>)m4_dnl
 tile::ring<$2, T, STAGES> $1 = tile::ring_start<$2, T, STAGES>((const T *)($3), $4, $5, $6)|>)
