@@ -163,6 +163,9 @@ static double heuristic_cost(const tile_variant *v, const tile_problem *p) {
      * at head dim 128 on an H100, docs/perf-notes.md). */
     if (!strcmp(v->op, "attention")) {
         cost *= (double)v->threads / (2.0 * v->rows_per_program);
+        /* Taller query blocks: each K/V tile read serves more queries (once the GPU is full;
+         * below that, more and shorter blocks fill it). */
+        if (programs >= 2 * sms) cost *= 1.0 + 64.0 / v->rows_per_program;
         /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
          * the smem size grows with BLOCK_N, which is all the registry records of it). */
         cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);

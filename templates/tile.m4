@@ -80,6 +80,20 @@ m4_define(<|TILE_STAGE_WAIT|>, <|tile::stage_wait()|>)
 m4_define(<|TILE_STAGE_LOAD|>, <|TILE_ARGS(<|TILE_STAGE_LOAD|>, <|$10|>, 10)m4_dnl
 tile::frag<$2> $1; tile::stage_load<$2>($1, $3, (const T *)($4), $5, $6, $7, $8, $9, $10)|>)
 
+# TILE_RING(r, L, ptr, rows, cols, ld): r = a ring of STAGES (the grid point's) row buffers in
+# shared memory, filled by Hopper bulk copies; the program's first STAGES rows of ptr start
+# copying. Collective. For persistent programs of one row (ROWS 1) walking TILE_FOR_ROW_BLOCKS.
+# STAGES is checked only in the kernel the grid point emits (m4 still expands the discarded
+# kernels, whose points need not define it).
+m4_define(<|TILE_RING|>, <|TILE_ARGS(<|TILE_RING|>, <|$6|>, 6)m4_dnl
+m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_NEED(<|STAGES|>)|>)m4_dnl
+tile::ring<$2, T, STAGES> $1 = tile::ring_start<$2, T, STAGES>((const T *)($3), $4, $5, $6)|>)
+# TILE_RING_LOAD(t, L, r, row, other): t = row `row` (the loop's current row) as fp32 from ring
+# r once its copy has landed, `other` beyond cols; its buffer then starts copying the row
+# STAGES rows ahead. Collective.
+m4_define(<|TILE_RING_LOAD|>, <|TILE_ARGS(<|TILE_RING_LOAD|>, <|$5|>, 5)m4_dnl
+tile::frag<$2> $1; tile::ring_load<$2>($1, $3, $4, $5)|>)
+
 # TILE_LOAD_VECTOR(t, L, ptr, col0, cols, other): t = the [BLOCK_N] vector ptr[col0 + c]
 # (a weight or bias of `cols` elements) broadcast over the tile's rows, `other` beyond cols.
 m4_define(<|TILE_LOAD_VECTOR|>, <|TILE_ARGS(<|TILE_LOAD_VECTOR|>, <|$6|>, 6)m4_dnl

@@ -10,11 +10,14 @@
 #include "norm_args.h" // argument blocks of kernels/*.tile, shared with the host
 #include "tile_attention.cuh" // tensor-core tiles behind the attention macros
 
+// Hopper features (sm_90 SASS only; the sm_80 SASS and compute_80 PTX of the same source trap
+// there, and the grids register the variants that use them for sm_90 only): thread-block
+// clusters, and the bulk-copy engine with mbarrier transaction counts.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #include <cooperative_groups.h>
-#define TILE_HAS_CLUSTERS 1
+#define TILE_HAS_SM90 1
 #else
-#define TILE_HAS_CLUSTERS 0
+#define TILE_HAS_SM90 0
 #endif
 
 namespace tile {
@@ -34,6 +37,39 @@ template <> __device__ __forceinline__ __half from_float<__half>(float v) {
 }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
     return __float2bfloat16_rn(v);
+}
+
+// Two 16-bit storage values packed in a 32-bit word to two floats (tag dispatch on the type).
+// bf16: integer ops, one instruction per element (low half: shift, high half: mask), where a
+// per-element conversion costs a PRMT and a shift for each high half. f16: __half22float2.
+__device__ __forceinline__ void unpack2(uint32_t w, float *out, __nv_bfloat16) {
+    out[0] = __uint_as_float(w << 16);
+    out[1] = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack2(uint32_t w, float *out, __half) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w));
+    out[0] = f.x;
+    out[1] = f.y;
+}
+// Two floats rounded (to nearest even) to two 16-bit storage values in one word, one cvt for
+// the pair: bit for bit two from_float calls.
+__device__ __forceinline__ uint32_t pack2(float a, float b, __nv_bfloat16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ uint32_t pack2(float a, float b, __half) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+// A 16-byte vector of N storage values to N floats, bit for bit what to_float gives.
+template <int N, typename T> __device__ __forceinline__ void unpack16(const int4 &raw, float *out) {
+    static_assert(N * sizeof(T) == 16, "a 16-byte vector");
+    const uint32_t w[4] = {(uint32_t)raw.x, (uint32_t)raw.y, (uint32_t)raw.z, (uint32_t)raw.w};
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        if constexpr (sizeof(T) == 4) out[j] = __uint_as_float(w[j]);
+        else unpack2(w[j], out + 2 * j, T{});
+    }
 }
 
 // exp via the SFU's base-2 exponential: one FMUL + MUFU.EX2 (relative error ~2^-22).
@@ -117,31 +153,45 @@ template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
 // vectors read after a row reduction, so their registers are not held through it.
 enum class hint { evict_first, read_only, plain };
 
-// Masked tile load of row `row`, columns col0 + [0, BLOCK_N): whole vectors in bounds use one
-// 16-byte access; a vector straddling `cols` falls back to element accesses; lanes outside
-// the tile read as `other`.
+// One whole vector of a tile: VEC storage values at src (16 bytes in one access where VEC
+// allows, with the cache hint H) to fp32, and back.
 template <typename L, hint H, typename T>
-__device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
-                                     int64_t col0, int64_t cols, int64_t ld, float other) {
-    const bool row_ok = row < rows;
-    const T *p = base + row * ld + col0;
-    const int64_t limit = cols - col0;
+__device__ __forceinline__ void read_vector(float *out, const T *src) {
+    if constexpr (sizeof(vec_t<L::VEC, T>) == 16) {
+        const int4 *v = reinterpret_cast<const int4 *>(src);
+        const int4 raw = H == hint::evict_first ? __ldcs(v) : H == hint::read_only ? __ldg(v) : *v;
+        unpack16<L::VEC, T>(raw, out);
+    } else {
+        const vec_t<L::VEC, T> w = *reinterpret_cast<const vec_t<L::VEC, T> *>(src);
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++) out[k] = to_float(w.e[k]);
+    }
+}
+template <typename L, typename T> __device__ __forceinline__ void write_vector(T *dst, const float *in) {
+    vec_t<L::VEC, T> w;
+#pragma unroll
+    for (int k = 0; k < L::VEC; k++) w.e[k] = from_float<T>(in[k]);
+    *reinterpret_cast<vec_t<L::VEC, T> *>(dst) = w;
+}
+
+// The masked read shared by load and stage_load: tile columns [0, BLOCK_N) of a row at p, whose
+// first `limit` columns exist. whole(out, c) reads the whole vector at column c (in bounds);
+// a vector straddling the end falls back to element reads from p; lanes outside the row read
+// as `other`. A whole tile (every tile but a row's last, and a row exactly BLOCK_N wide) takes
+// one bounds test instead of one per vector.
+template <typename L, typename T, typename Whole>
+__device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, int64_t limit,
+                                          float other, Whole whole) {
+    if (row_ok && limit >= L::BLOCK_N) {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++) whole(t.v[i], L::col(i));
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int c = L::col(i);
         if (row_ok && c + L::VEC <= limit) {
-            vec_t<L::VEC, T> w;
-            const vec_t<L::VEC, T> *src = reinterpret_cast<const vec_t<L::VEC, T> *>(p + c);
-            if constexpr (sizeof(w) == 16) {
-                const int4 *v = reinterpret_cast<const int4 *>(src);
-                int4 raw = H == hint::evict_first ? __ldcs(v) : H == hint::read_only ? __ldg(v)
-                                                                                     : *v;
-                w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
-            } else {
-                w = *src;
-            }
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
+            whole(t.v[i], c);
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++)
@@ -150,21 +200,33 @@ __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int
     }
 }
 
-// Masked tile store: only in-bounds elements are written.
+// Masked tile load of row `row`, columns col0 + [0, BLOCK_N) (read_tile): whole vectors in
+// bounds use one 16-byte access with the cache hint H.
+template <typename L, hint H, typename T>
+__device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
+                                     int64_t col0, int64_t cols, int64_t ld, float other) {
+    const T *p = base + row * ld + col0;
+    read_tile<L>(t, p, row < rows, cols - col0, other,
+                 [&](float *out, int c) { read_vector<L, H>(out, p + c); });
+}
+
+// Masked tile store: only in-bounds elements are written (a whole tile: one bounds test).
 template <typename L, typename T>
 __device__ __forceinline__ void store(T *base, const frag<L> &t, int64_t row, int64_t rows,
                                       int64_t col0, int64_t cols, int64_t ld) {
     if (row >= rows) return;
     T *p = base + row * ld + col0;
     const int64_t limit = cols - col0;
+    if (limit >= L::BLOCK_N) {
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++) write_vector<L>(p + L::col(i), t.v[i]);
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int c = L::col(i);
         if (c + L::VEC <= limit) {
-            vec_t<L::VEC, T> w;
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) w.e[k] = from_float<T>(t.v[i][k]);
-            *reinterpret_cast<vec_t<L::VEC, T> *>(p + c) = w;
+            write_vector<L>(p + c, t.v[i]);
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++)
@@ -191,11 +253,19 @@ __device__ __forceinline__ void store_row(float *p, int64_t row, int64_t rows, f
 
 // Rounds every element to storage type T and back: the tile then holds exactly what a store
 // of it writes.
+// 16-bit types go a pair at a time (pack2, unpack2: 3 instructions per pair, not 4).
 template <typename T, typename L> __device__ __forceinline__ void round_to(frag<L> &t) {
 #pragma unroll
-    for (int i = 0; i < L::ITERS; i++)
+    for (int i = 0; i < L::ITERS; i++) {
+        if constexpr (sizeof(T) == 2 && L::VEC % 2 == 0) {
 #pragma unroll
-        for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(from_float<T>(t.v[i][k]));
+            for (int k = 0; k < L::VEC; k += 2)
+                unpack2(pack2(t.v[i][k], t.v[i][k + 1], T{}), &t.v[i][k], T{});
+        } else {
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(from_float<T>(t.v[i][k]));
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------ staging
@@ -237,29 +307,128 @@ __device__ __forceinline__ void stage_wait() {
 }
 
 // Tile col0 from the stage (whole vectors) or global memory (the partial vector at the row's
-// end), as fp32; `other` outside the row.
+// end), as fp32; `other` outside the row (read_tile).
 template <typename L, typename T>
 __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *base, int64_t row,
                                            int64_t rows, int64_t col0, int64_t cols, int64_t ld,
                                            float other) {
-    const bool row_ok = row < rows;
     const T *s = stage + stage_offset<L>(col0);
-    const T *p = base + row * ld + col0;
-    const int64_t limit = cols - col0;
+    read_tile<L>(t, base + row * ld + col0, row < rows, cols - col0, other, [&](float *out, int c) {
+        unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), out);
+    });
+}
+
+// ------------------------------------------------------------------------------ row ring
+// A ring of STAGES row buffers in the dynamic shared memory (STAGES * BLOCK_N storage values,
+// the grid's `set smem`), filled by the Hopper bulk-copy engine: one 1-D cp.async.bulk per row
+// (no tensor map, no registers, no per-thread addresses), completing on the slot's mbarrier
+// with a transaction count of the row's bytes. A persistent program (ROWS == 1) walking its
+// rows with TILE_FOR_ROW_BLOCKS keeps the next STAGES rows copying while it reduces and writes
+// the current one, so a program always has bytes in flight, not only between a load and its
+// first reduction. Slot s holds the program's rows k with k % STAGES == s; its barrier completes
+// one phase per row, so a reader waits for phase parity (k / STAGES) % 2. Thread 0 issues every
+// copy. A row's whole 16-byte vectors are copied (the bulk engine moves multiples of 16 bytes
+// from 16-byte aligned addresses: the grid sets align = 16); stage_load reads a partial last
+// vector from global memory.
+template <typename L, typename T, int STAGES> struct ring {
+    static_assert(L::ROWS == 1 && L::CLUSTER == 1, "a slot holds one row of one program");
+    static_assert(L::VEC * sizeof(T) == 16, "rows are copied as whole 16-byte vectors");
+    static_assert(STAGES >= 1 && STAGES <= 8, "a few slots");
+    const T *base;
+    int64_t rows, cols, ld;
+    uint32_t bytes;  // copied per row: its whole 16-byte vectors
+    int slot;        // the slot the next row read comes from
+    uint32_t parity; // the phase parity that row's copy completes
+};
+
+__device__ __forceinline__ uint32_t shared_address(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// The ring's barriers: one per slot, static shared memory of the kernel.
+template <int STAGES> __device__ __forceinline__ uint64_t *ring_barriers() {
+    __shared__ __align__(8) uint64_t barrier[STAGES];
+    return barrier;
+}
+
+// Thread 0: start copying row `row` (nothing past the last row) into `slot`. The barrier's one
+// arrival carries the byte count the copy then completes.
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ void ring_fetch(const ring<L, T, STAGES> &r, int slot, int64_t row) {
+#if TILE_HAS_SM90
+    if (row >= r.rows) return;
+    const uint32_t bar = shared_address(&ring_barriers<STAGES>()[slot]);
+    const uint32_t dst = shared_address(stage_buffer<T>() + slot * L::BLOCK_N);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(r.bytes)
+                 : "memory");
+    if (r.bytes)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1], %2, [%3];" ::"r"(dst),
+                     "l"(r.base + row * r.ld), "r"(r.bytes), "r"(bar)
+                     : "memory");
+#else
+    (void)r, (void)slot, (void)row;
+    __trap(); // registered for sm_90 only (arch_min = arch_max = 90)
+#endif
+}
+
+// Collective, once per program: set up the barriers and start copying the program's first
+// STAGES rows (its first row and the next ones TILE_FOR_ROW_BLOCKS will visit).
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ ring<L, T, STAGES> ring_start(const T *base, int64_t rows, int64_t cols,
+                                                         int64_t ld) {
+    const int64_t copied = (cols < L::BLOCK_N ? cols : L::BLOCK_N) / L::VEC * L::VEC;
+    const ring<L, T, STAGES> r{base, rows, cols, ld, (uint32_t)(copied * sizeof(T)), 0, 0};
+#if TILE_HAS_SM90
+    if (threadIdx.x == 0) {
 #pragma unroll
-    for (int i = 0; i < L::ITERS; i++) {
-        const int c = L::col(i);
-        if (row_ok && c + L::VEC <= limit) {
-            int4 raw = *reinterpret_cast<const int4 *>(s + c);
-            const vec_t<L::VEC, T> w = *reinterpret_cast<vec_t<L::VEC, T> *>(&raw);
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = to_float(w.e[k]);
-        } else {
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++)
-                t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
-        }
+        for (int s = 0; s < STAGES; s++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
+                             shared_address(&ring_barriers<STAGES>()[s]))
+                         : "memory");
+        // The initialized barriers are visible to the bulk-copy (async) proxy and other threads.
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+    __syncthreads();
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int s = 0; s < STAGES; s++)
+            ring_fetch(r, s, program_row<L>() + s * row_stride<L>());
+#else
+    __trap(); // registered for sm_90 only
+#endif
+    return r;
+}
+
+// Collective: t = row `row` (the program's next row, in TILE_FOR_ROW_BLOCKS order) as fp32 from
+// its slot, once its copy has landed; `other` beyond cols. Then, once every thread has read
+// the slot (a barrier), thread 0 refills it with the row STAGES rows ahead.
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ void ring_load(frag<L> &t, ring<L, T, STAGES> &r, int64_t row,
+                                          float other) {
+#if TILE_HAS_SM90
+    const uint32_t bar = shared_address(&ring_barriers<STAGES>()[r.slot]);
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(r.parity)
+                     : "memory");
+    } while (!done);
+    stage_load<L>(t, stage_buffer<T>() + r.slot * L::BLOCK_N, r.base, row, r.rows, 0, r.cols,
+                  r.ld, other);
+    __syncthreads(); // the slot's readers are done: the copy engine may overwrite it
+    if (threadIdx.x == 0) ring_fetch(r, r.slot, row + STAGES * row_stride<L>());
+    if (++r.slot == STAGES) {
+        r.slot = 0;
+        r.parity ^= 1;
+    }
+#else
+    (void)t, (void)r, (void)row, (void)other;
+    __trap(); // registered for sm_90 only
+#endif
 }
 
 // ------------------------------------------------------------------------------ maps
@@ -288,7 +457,6 @@ __device__ __forceinline__ void apply_with(frag<L> &a, const frag<L> &b, F f) {
 #pragma unroll
         for (int k = 0; k < L::VEC; k++) a.v[i][k] = f(a.v[i][k], b.v[i][k]);
 }
-
 // ------------------------------------------------------------------------------ dropout
 // Philox4x32-10 (Salmon et al., SC'11): counter-based, so an element's random word depends on
 // (key, counter) alone, never on which thread, variant or GPU computes it.
@@ -451,7 +619,7 @@ template <typename L, typename V, typename Op> __device__ __forceinline__ V row_
 #pragma unroll
         for (int w = 1; w < L::WARPS_PER_ROW; w++) v = op(v, warp_part[w]);
         if constexpr (L::CLUSTER > 1) {
-#if TILE_HAS_CLUSTERS
+#if TILE_HAS_SM90
             namespace cg = cooperative_groups;
             cg::cluster_group cluster = cg::this_cluster();
             if (threadIdx.x == 0) program_part = v;

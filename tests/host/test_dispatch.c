@@ -56,9 +56,10 @@ static int is_wgmma_variant(const tile_variant_info *v) {
     return !strcmp(v->op, "attention") && strstr(v->name, "_wgmma_sm90") != NULL;
 }
 
-static int is_cluster_variant(const tile_variant_info *v) {
+/* sm_90-only variants: clusters, Hopper bulk copies, warpgroup products (the `_sm90` name
+ * suffix). */
+static int is_sm90_variant(const tile_variant_info *v) {
     size_t n = strlen(v->name);
-    if (is_wgmma_variant(v)) return v->cluster > 1; /* named _sm90 for wgmma, not clusters */
     return v->cluster > 1 || (n > 5 && !strcmp(v->name + n - 5, "_sm90")) ||
            strstr(v->name, "_c2") || strstr(v->name, "_c4") || strstr(v->name, "_c8");
 }
@@ -165,7 +166,7 @@ static void test_every_shape_dtype_arch(void **state) {
                                                  sh->cols, 16, arches[a]);
                 tile_variant_info v = get_info(d.variant);
                 /* Clusters need sm_90+ and SASS for the arch (the PTX has none). */
-                if (is_cluster_variant(&v) && !(arches[a] >= 90 && has_sass(arches[a]))) {
+                if (is_sm90_variant(&v) && !(arches[a] >= 90 && has_sass(arches[a]))) {
                     print_error("sm_%d picked cluster variant %s for %lldx%lld\n", arches[a],
                                 v.name, (long long)sh->rows, (long long)sh->cols);
                     fail();
@@ -183,7 +184,7 @@ static void test_sm80_never_clusters(void **state) {
                 tile_decision d = check_decision(dtypes[t], sh->rows, sh->cols, sh->cols + 8,
                                                  sh->cols, palign, 80);
                 tile_variant_info v = get_info(d.variant);
-                assert_false(is_cluster_variant(&v));
+                assert_false(is_sm90_variant(&v));
                 assert_int_equal(v.cluster, 1);
                 assert_true(v.arch_min <= 80);
             }
@@ -200,18 +201,15 @@ static void test_sm90_adds_cluster_candidates(void **state) {
         int clusters = 0, extra = 0;
         for (int32_t i = 0; i < tile_variant_count(); i++) {
             tile_variant_info v = get_info(i);
-            if (v.dtype != dtypes[t]) continue;
-            if (is_cluster_variant(&v)) {
-                clusters++;
+            if (v.dtype == dtypes[t] && is_sm90_variant(&v)) { /* clusters, bulk copies, wgmma */
                 assert_true(v.arch_min >= 90);
-                assert_true(v.cluster > 1);
+                clusters += v.cluster > 1;
             }
-            /* sm_90-only code is a cluster variant or attention's wgmma family, no other */
+            /* sm_90-only code carries the _sm90 suffix, no other */
             if (v.arch_min >= 90) {
-                if (!(v.cluster > 1 || is_wgmma_variant(&v))) {
-                    print_error("%s is sm_%d..%d only but neither a cluster nor a wgmma "
-                                "variant\n",
-                                v.name, v.arch_min, v.arch_max);
+                if (!is_sm90_variant(&v)) {
+                    print_error("%s is sm_%d..%d only but not named _sm90\n", v.name,
+                                v.arch_min, v.arch_max);
                     fail();
                 }
                 if (is_wgmma_variant(&v)) {
@@ -221,11 +219,12 @@ static void test_sm90_adds_cluster_candidates(void **state) {
                 }
             }
             /* the softmax candidates sm_90 has and sm_80 lacks */
-            if (!strcmp(v.op, "softmax") && v.arch_min > 80 && arch_holds(&v, 90) &&
+            if (!strcmp(v.op, "softmax") && v.dtype == dtypes[t] && v.arch_min > 80 &&
+                arch_holds(&v, 90) &&
                 (!v.max_cols || v.max_cols >= 16384) && 16 % v.align_bytes == 0 &&
                 v.smem_bytes <= tile_arch_smem_limit(90)) {
                 assert_int_equal(v.arch_min, 90);
-                assert_true(v.cluster > 1);
+                assert_true(is_sm90_variant(&v));
                 extra++;
             }
         }
@@ -431,6 +430,14 @@ static void test_registry(void **state) {
         assert_true(v.arch_min >= 80);
         assert_true(v.arch_max == 0 || v.arch_max >= v.arch_min);
         if (v.cluster > 1) assert_true(v.arch_min >= 90);
+        /* the `_sm90` suffix marks exactly the sm_90-only variants (clusters, bulk copies) */
+        const size_t len = strlen(v.name);
+        const int sm90_name = len > 5 && !strcmp(v.name + len - 5, "_sm90");
+        if (sm90_name != (v.arch_min >= 90)) {
+            print_error("%s: arch sm_%d..%d but %s the _sm90 suffix\n", v.name, v.arch_min,
+                        v.arch_max, sm90_name ? "has" : "lacks");
+            fail();
+        }
         /* the internal table says the same */
         const tile_variant *r = &tile_registry[i];
         assert_string_equal(r->name, v.name);
@@ -450,19 +457,18 @@ static void test_registry(void **state) {
     assert_int_equal(tile_variant_find(NULL), -1);
 }
 
-/* Cluster variants, and the other sm_90-only code (attention's wgmma family, sm_90a
- * instructions), may only be eligible where the fatbinary has SASS for the arch: the PTX is
- * built for a pre-Hopper target and has neither. */
-static void test_cluster_variants_have_code(void **state) {
+/* sm_90-only variants (clusters, bulk copies, warpgroup products) may only be eligible where
+ * the fatbinary has sm_90 SASS: the compute_80 PTX of their kernels traps. */
+static void test_sm90_variants_have_code(void **state) {
     (void)state;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
         tile_variant_info v = get_info(i);
-        if (v.cluster <= 1 && v.arch_min < 90) continue;
+        if (!is_sm90_variant(&v)) continue;
         for (int32_t arch = 80; arch <= 130; arch++) {
             if (!arch_holds(&v, arch)) continue;
             if (!has_sass(arch)) {
                 print_error("%s (sm_%d..%d) is eligible on sm_%d, which runs the PTX (no "
-                            "clusters)\n",
+                            "clusters, no bulk copies)\n",
                             v.name, v.arch_min, v.arch_max, arch);
                 fail();
             }
@@ -712,7 +718,7 @@ int main(void) {
         cmocka_unit_test(test_explain_is_deterministic),
         cmocka_unit_test(test_decision_struct_size),
         cmocka_unit_test(test_registry),
-        cmocka_unit_test(test_cluster_variants_have_code),
+        cmocka_unit_test(test_sm90_variants_have_code),
         cmocka_unit_test(test_tuned_table),
         cmocka_unit_test(test_internal_helpers),
         cmocka_unit_test(test_attention_head_dims),
