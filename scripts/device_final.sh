@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
-# One device call for the end of a session: GPU tests, norm benches, the side-by-side with
-# PyTorch, the regression gate, compute-sanitizer on the norm test, the softmax load-hint
-# variants; keeps the files that matter under $OUT (at most 8 come back) and prints a summary.
+# One device call for the end of a session: every GPU test, the attention side-by-side with
+# SDPA, and the bf16 row-op variants this session added, by name and as dispatched. Keeps the
+# files that matter under $OUT (at most 8 come back) and prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export BENCH_OPS="layernorm rmsnorm residual_dropout residual_dropout_norm"
-export BENCH_SHAPES="4096x1024 8192x2048 4096x4096 8192x8192 32768x4096 1024x65536"
-export TORCH_TIMEOUT=160
-export TORCH_ARGS="--ops layernorm,rmsnorm,residual_dropout,residual_dropout_norm --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096,1024x16384"
-export REGRESS_FILTER="softmax/(bf16|f32)/(8192x8192|4096x4096)/"
-export REGRESS_NORM_FILTER="(layernorm|rmsnorm)/(bf16|f32)/8192x8192/"
-bash scripts/device_run.sh tests bench torch pytest regress >"$OUT/main.log" 2>&1
-cp "$OUT/summary.txt" "$OUT/summary_main.txt"
 export LD_LIBRARY_PATH=$PWD/.device/lib
+B=.device/bin
+S=$OUT/summary.txt
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$S"
+for t in .device/tests/test_*gpu*; do
+  timeout ${TEST_TIMEOUT:-200} "$t" >"$OUT/tests.log.tmp" 2>&1
+  echo "test $(basename "$t") rc=$? $(tail -1 "$OUT/tests.log.tmp")" | tee -a "$S"
+  grep FAIL "$OUT/tests.log.tmp" | head -5 | tee -a "$S"
+  cat "$OUT/tests.log.tmp" >>"$OUT/tests.log"
+done
+rm -f "$OUT/tests.log.tmp"
+bench() { # op dtype shape [variant]
+  timeout 30 $B/fusedops bench "$1" --dtype "$2" --shape "$3" ${4:+--variant $4} 2>&1 | tr '\n' ' ' |
+    sed -E 's/on NVIDIA [^:]*: //; s/  +/ /g' | tee -a "$OUT/bench.txt"
+  echo | tee -a "$OUT/bench.txt"
+}
 for s in 8192x8192 32768x4096; do
-  for v in softmax_bf16_r1_n4096_w8_v8 softmax_bf16_r1_n4096_w8_v8_nc softmax_bf16_r1_n8192_w8_v8 softmax_bf16_r1_n8192_w8_v8_nc softmax_bf16_r1_n8192_w16_v8_nc; do
-    timeout 20 .device/bin/fusedops bench softmax --dtype bf16 --shape $s --variant $v 2>&1 | tr '\n' ' ' | sed -E 's/on NVIDIA [^:]*: //' >>"$OUT/summary_main.txt"
-    echo >>"$OUT/summary_main.txt"
+  for v in "" softmax_bf16_pipe_n8192_w16_v8_s2_sm90 softmax_bf16_pipe_n8192_w16_v8_s3_sm90 \
+           softmax_bf16_pipe_n4096_w8_v8_s2_sm90 softmax_bf16_pipe_n4096_w8_v8_s3_sm90; do
+    bench softmax bf16 $s $v
+  done
+  for op in layernorm rmsnorm; do
+    for v in "" norm_bf16_pipe_n4096_w8_v8_s2_d0_sm90 norm_bf16_pipe_n8192_w16_v8_s2_d0_sm90; do
+      bench $op bf16 $s $v
+    done
+    bench $op f32 $s
   done
 done
-(cd "$OUT" && rm -f *.log summary.txt && rm -f *_f32.png residual_dropout_bf16.png rmsnorm_bf16.png)
-# Last, as it may run into the call's limit: its files stay out of $OUT.
-FUSEDOPS_TEST_VARIANT=bf16_r1_n4096_w8_v8 SAN_TESTS=test_norm_gpu SAN_TIMEOUT=40 OUT=/tmp/san \
-  bash scripts/device_run.sh sanitize >/dev/null 2>&1
-grep -E "^sanitize" /tmp/san/summary.txt >>"$OUT/summary_main.txt"
-ls "$OUT"
-sed -E 's/on NVIDIA [^:]*: //' "$OUT/summary_main.txt" | cut -c1-150
+PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --lib .device/lib/libfusedops.so \
+  --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
+echo "vs_torch attention rc=$?" | tee -a "$S"
+echo "==== summary"
+cat "$S"
+sed -n '/^attention: TFLOP/,$p' "$OUT/vs_torch_attention.log" | cut -c1-160
+cut -c1-160 "$OUT/bench.txt"

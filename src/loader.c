@@ -102,9 +102,11 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
         if (r != CUDA_SUCCESS)
             return tile_fail(TILE_STATUS_CUDA_ERROR, "cuKernelGetFunction(%s) failed with %s",
                              v->name, tile_driver_error_name(r));
-        /* Opt in to more than 48 KiB of dynamic shared memory where a variant asks for it
-         * (before the occupancy query, which depends on it). */
-        if (v->smem_bytes > 48 * 1024) {
+        /* Opt in to the variant's dynamic shared memory (before the occupancy query, which
+         * depends on it): without it a block gets 48 KiB in all, static shared memory
+         * included, so 48 KiB of dynamic memory beside a kernel's own reduction buffers
+         * already needs it. */
+        if (v->smem_bytes > 0) {
             r = d->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         v->smem_bytes, kernels[i], ordinal);
             if (r != CUDA_SUCCESS)
