@@ -231,17 +231,19 @@ m4_define(<|TILE_ATTENTION_STORE|>, <|TILE_ARGS(<|TILE_ATTENTION_STORE|>, <|$4|>
 # rows, Q, K and V in swizzled shared-memory tiles, two stages of K and V.
 # TILE_ATTENTION_WG_LAYOUT(L): L is the warpgroup tiling of this grid point.
 m4_define(<|TILE_ATTENTION_WG_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
-using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4>|>)
+using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4, m4_ifdef(<|STAGES|>, STAGES, 2)>|>)
+# TILE_WG_AHEAD(L): how many key tiles the copies run ahead of the products (stages - 1).
+m4_define(<|TILE_WG_AHEAD|>, <|$1::AHEAD|>)
 # TILE_WG_TILES(tiles, L): tiles.q and two stages tiles.k[s], tiles.v[s] in shared memory.
 m4_define(<|TILE_WG_TILES|>, <|const auto $1 = tile::attn::wg_shared_tiles<$2, T>()|>)
 # TILE_WG_COPY_Q(tiles, L, a, blk), TILE_WG_COPY_K(tiles, L, a, blk, n), TILE_WG_COPY_V(...):
-# start copying the query block, or key / value tile n (into K / V stage n % 2);
-# TILE_WG_COPY_WAIT waits for them, makes them visible to the tensor cores and waits for the
-# program (a barrier).
+# start copying the query block, or key / value tile n (into K / V stage n % stages);
+# TILE_WG_COPY_WAIT(L) waits for all but the AHEAD - 1 latest groups of them, makes them
+# visible to the tensor cores and waits for the program (a barrier).
 m4_define(<|TILE_WG_COPY_Q|>, <|TILE_ARGS(<|TILE_WG_COPY_Q|>, <|$4|>, 4)tile::attn::wg_copy_q<$2, T>($1, $3, $4)|>)
 m4_define(<|TILE_WG_COPY_K|>, <|TILE_ARGS(<|TILE_WG_COPY_K|>, <|$5|>, 5)tile::attn::wg_copy_k<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_COPY_V|>, <|TILE_ARGS(<|TILE_WG_COPY_V|>, <|$5|>, 5)tile::attn::wg_copy_v<$2, T>($1, $3, $4, $5)|>)
-m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::attn::wg_copy_wait_all()|>)
+m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::attn::wg_copy_wait<$1::AHEAD - 1>()|>)
 # TILE_ATTENTION_SCORES(s, L): s = a score tile [BLOCK_M, BLOCK_N] (registers).
 m4_define(<|TILE_ATTENTION_SCORES|>, <|tile::attn::scores<$2> $1|>)
 # TILE_WG_QK_START(s, L, tiles, n): start s = Q K_n^T (asynchronous warpgroup products);

@@ -471,8 +471,10 @@ template <typename T, int N> struct wgmma_op;
 #define TILE_HAS_WGMMA 0
 #endif
 
-template <int HEAD_DIM_, int BLOCK_N_, int WGS_> struct wg_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
+    static constexpr int STAGES = STAGES_;         // K and V buffers each: copies run
+    static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
     static constexpr int WARP_ROWS = 16, MF = 1;   // fragments as the mma path sees them
     static constexpr int CHUNKS = HEAD_DIM / 8, PITCH = HEAD_DIM + 8; // output staging
@@ -481,13 +483,13 @@ template <int HEAD_DIM_, int BLOCK_N_, int WGS_> struct wg_layout {
     static constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2, KV_BYTES = BLOCK_N * HEAD_DIM * 2;
     static constexpr int STAGING_BYTES = BLOCK_M * PITCH * 2;
     static constexpr int Q_REGION = ((Q_BYTES > STAGING_BYTES ? Q_BYTES : STAGING_BYTES) + 1023) / 1024 * 1024;
-    static constexpr int SMEM_BYTES = Q_REGION + 4 * KV_BYTES + 1024; // + alignment slack
+    static constexpr int SMEM_BYTES = Q_REGION + 2 * STAGES * KV_BYTES + 1024; // + alignment slack
     static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0, "64-column swizzle blocks, k-steps of 16");
 };
 
 template <typename L, typename T> struct wg_tiles {
     T *q;        // also the output staging (padded rows of PITCH)
-    T *k[2], *v[2];
+    T *k[L::STAGES], *v[L::STAGES];
 };
 template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_shared_tiles() {
     extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
@@ -496,7 +498,7 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
     unsigned char *p = reinterpret_cast<unsigned char *>(base);
     wg_tiles<L, T> t;
     t.q = reinterpret_cast<T *>(p);
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < L::STAGES; s++) {
         t.k[s] = reinterpret_cast<T *>(p + L::Q_REGION + (2 * s) * L::KV_BYTES);
         t.v[s] = reinterpret_cast<T *>(p + L::Q_REGION + (2 * s + 1) * L::KV_BYTES);
     }
@@ -528,25 +530,26 @@ __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_at
                                           const block &k) {
     wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), a.q_seq, k.m0, k.seq_q, a.head_dim);
 }
-// Key tile n into K stage n % 2, value tile n into V stage n % 2 (separate rings: the
-// pipelined kernel reads K tile n - 1 and V tile n at once).
+// Key tile n into K stage n % STAGES, value tile n into V stage n % STAGES (separate rings:
+// the pipelined kernel reads K tile n - 1 and V tile n at once).
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_k(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k, int32_t n) {
-    wg_copy_tile<L, L::BLOCK_N>(s.k[n & 1], k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.k[n % L::STAGES], k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k, int32_t n) {
-    wg_copy_tile<L, L::BLOCK_N>(s.v[n & 1], v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.v[n % L::STAGES], v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
-// Waits for this thread's copies, makes them visible to the tensor cores' (async) proxy, then
-// waits for the program: the next stage is whole and every warp is done with the last one.
-__device__ __forceinline__ void wg_copy_wait_all() {
+// Waits for this thread's copies but the PENDING most recent groups, makes them visible to
+// the tensor cores' (async) proxy, then waits for the program: the tiles the next products
+// read are whole and every warp is done with the stages the next copies overwrite.
+template <int PENDING> __device__ __forceinline__ void wg_copy_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.wait_group 0;\n\tfence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("cp.async.wait_group %0;\n\tfence.proxy.async.shared::cta;" ::"n"(PENDING) : "memory");
 #else
-    asm volatile("cp.async.wait_group 0;" ::: "memory"); // never runs: sm_90-only variants
+    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); // never runs: sm_90 only
 #endif
     __syncthreads();
 }
@@ -581,7 +584,7 @@ __device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &
 #if TILE_HAS_WGMMA
     const int wg = threadIdx.x / 128;
     const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q) + wg * 64 * 128;
-    const unsigned char *kt = reinterpret_cast<const unsigned char *>(t.k[n & 1]);
+    const unsigned char *kt = reinterpret_cast<const unsigned char *>(t.k[n % L::STAGES]);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
@@ -618,7 +621,7 @@ template <typename L, typename T>
 __device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
                                             const wg_tiles<L, T> &t, int32_t n) {
 #if TILE_HAS_WGMMA
-    const unsigned char *vt = reinterpret_cast<const unsigned char *>(t.v[n & 1]);
+    const unsigned char *vt = reinterpret_cast<const unsigned char *>(t.v[n % L::STAGES]);
     // every operand register is written before the fence: none changes while products run
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {

@@ -679,8 +679,8 @@ static void test_attention_small_batch_prefers_short_blocks(void **state) {
         int32_t arch, head_dim;
         const char *want;
     } cases[] = {
-        {90, 128, "attention_bf16_d128_m64_n128_w4_wgmma_sm90"},
-        {90, 64, "attention_bf16_d64_m64_n128_w4_wgmma_sm90"},
+        {90, 128, "attention_bf16_d128_m64_n128_w4_s2_wgmma_sm90"},
+        {90, 64, "attention_bf16_d64_m64_n128_w4_s2_wgmma_sm90"},
         {80, 128, "attention_bf16_d128_m128_n64_w4"},
         {86, 128, "attention_bf16_d128_m128_n64_w4"},
         {100, 128, "attention_bf16_d128_m128_n64_w4"},
