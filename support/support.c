@@ -614,8 +614,8 @@ static void attention_layout(int bhsd, int64_t nb, int64_t tokens, int64_t heads
     if (nb == 1) strides[0] = 0; /* varlen: unused */
 }
 
-int64_t support_attention_run(const support_gpu *gpu, const support_attention_case *c,
-                              tile_status *status, double *max_err) {
+void support_attention_setup(const support_gpu *gpu, const support_attention_case *c,
+                             support_attention_problem *p) {
     const tile_driver *drv = gpu->drv;
     const tile_dtype dt = c->dtype;
     const size_t elem = support_dtype_size(dt);
@@ -659,8 +659,8 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bck, cu_k, cu_bytes));
     }
 #define DP(p) ((void *)(uintptr_t)(p))
-    tile_flash_attention_args a = {
-        .struct_size = sizeof a, .dtype = dt, .batch = nb, .heads_q = c->heads_q,
+    p->args = (tile_flash_attention_args){
+        .struct_size = sizeof p->args, .dtype = dt, .batch = nb, .heads_q = c->heads_q,
         .heads_kv = c->heads_kv, .head_dim = hd, .causal = c->causal, .seqlen_q = c->seqlen_q,
         .seqlen_k = c->seqlen_k, .scale = c->scale, .o = DP(bo), .q = DP(dq), .k = DP(dk),
         .v = DP(dv), .q_batch_stride = sq[0], .q_seq_stride = sq[1], .q_head_stride = sq[2],
@@ -671,11 +671,42 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         .total_q = c->varlen ? tq : 0, .total_k = c->varlen ? tk : 0,
         .lse = c->lse ? DP(blse) : NULL};
 #undef DP
+    p->q = q, p->k = k, p->v = v;
+    p->cu_q = cu_q, p->cu_k = cu_k;
+    p->tokens_q = tq;
+    p->o_elements = no;
+    p->lse_elements = (int64_t)n_lse;
+    const CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
+    memcpy(p->bufs, bufs, sizeof bufs);
+}
+
+void support_attention_free(const support_gpu *gpu, support_attention_problem *p) {
+    for (size_t i = 0; i < sizeof p->bufs / sizeof *p->bufs; i++)
+        if (p->bufs[i]) SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(p->bufs[i]));
+    void *host[] = {p->q, p->k, p->v, p->cu_q, p->cu_k};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    memset(p, 0, sizeof *p);
+}
+
+int64_t support_attention_run(const support_gpu *gpu, const support_attention_case *c,
+                              tile_status *status, double *max_err) {
+    const tile_dtype dt = c->dtype;
+    const size_t elem = support_dtype_size(dt);
+    const int32_t nb = c->batch, hd = c->head_dim;
+    support_attention_problem p;
+    support_attention_setup(gpu, c, &p);
+    const tile_flash_attention_args a = p.args;
+    const int32_t *cu_q = p.cu_q;
+    const int64_t tq = p.tokens_q, no = p.o_elements;
+    const size_t n_lse = (size_t)p.lse_elements;
+    const int64_t so[3] = {a.o_batch_stride, a.o_seq_stride, a.o_head_stride};
+    const CUdeviceptr bo = p.bufs[3], blse = p.bufs[4];
     const tile_status st = c->variant < 0 ? tile_flash_attention(&a, NULL)
                                           : tile_flash_attention_variant(c->variant, &a, NULL);
     *status = st;
     int64_t bad = -1;
     if (st == TILE_STATUS_SUCCESS) {
+        const tile_driver *drv = gpu->drv;
         SUPPORT_CHECK(gpu, drv->cuCtxSynchronize());
         void *store = support_xmalloc((size_t)no * elem);
         float *o = support_xmalloc((size_t)no * sizeof *o);
@@ -690,9 +721,9 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
                  c->causal ? " causal" : "", c->varlen ? " varlen" : "", c->bhsd ? " bhsd" : "");
         /* the reference reads the host copies at the device's offsets */
         tile_flash_attention_args ref = a;
-        ref.q = q, ref.k = k, ref.v = v;
-        ref.cu_seqlens_q = c->varlen ? cu_q : NULL;
-        ref.cu_seqlens_k = c->varlen ? cu_k : NULL;
+        ref.q = p.q, ref.k = p.k, ref.v = p.v;
+        ref.cu_seqlens_q = c->varlen ? p.cu_q : NULL;
+        ref.cu_seqlens_k = c->varlen ? p.cu_k : NULL;
         uint8_t *written = support_xmalloc((size_t)no);
         memset(written, 0, (size_t)no);
         double *want = support_xmalloc((size_t)hd * sizeof *want);
@@ -743,10 +774,6 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         void *done[] = {store, o, lse, written, want, got};
         for (size_t i = 0; i < sizeof done / sizeof *done; i++) free(done[i]);
     }
-    const CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        if (bufs[i]) SUPPORT_CHECK(gpu, drv->cuMemFree(bufs[i]));
-    void *host[] = {q, k, v, cu_q, cu_k};
-    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    support_attention_free(gpu, &p);
     return bad;
 }

@@ -203,6 +203,24 @@ typedef struct support_attention_case {
 int64_t support_attention_run(const support_gpu *gpu, const support_attention_case *c,
                               tile_status *status, double *max_err);
 
+/* The device problem support_attention_run runs, for callers that launch it themselves (the
+ * stress test): the case's tensors uploaded and laid out as described above, o and lse
+ * poisoned (NaN), and the args of the call (lse NULL unless c->lse; variant unused). */
+typedef struct support_attention_problem {
+    tile_flash_attention_args args; /* device pointers */
+    float *q, *k, *v;               /* host copies of the stored values, at the args' offsets */
+    int32_t *cu_q, *cu_k;           /* host offsets, batch + 1 (fixed lengths too) */
+    int64_t tokens_q;               /* seqlen_q, or with varlen total_q */
+    int64_t o_elements;             /* o's extent in elements, padding included */
+    int64_t lse_elements;           /* lse's extent (fixed [batch, heads_q, seqlen_q], varlen
+                                       [heads_q, total_q]); allocated even without c->lse */
+    CUdeviceptr bufs[7];            /* allocations: q, k, v, o, lse, cu_seqlens_q, _k (or 0) */
+} support_attention_problem;
+void support_attention_setup(const support_gpu *gpu, const support_attention_case *c,
+                             support_attention_problem *p);
+/* Frees what support_attention_setup allocated (device and host) and zeroes *p. */
+void support_attention_free(const support_gpu *gpu, support_attention_problem *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,10 @@
  *
  * The ops: softmax, log_softmax (bf16), layernorm (f32, weight and bias, statistics), rmsnorm
  * (f16, weight), residual_dropout (bf16, bias, p = 0.1, mask), residual_dropout_norm (bf16,
- * RMSNorm, p = 0.1, mask). Shapes are ragged. Exits 77 without a GPU.
+ * RMSNorm, p = 0.1, mask), flash_attention (bf16, causal GQA 8/2 heads, batch 2, seqlen 300,
+ * head_dim 128, lse) and flash_attention varlen (f16, causal MQA 8/1 heads, head_dim 64, five
+ * packed sequences of ragged lengths, cu_seqlens on the device, lse). Shapes are ragged.
+ * Exits 77 without a GPU.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,23 +26,57 @@
 
 enum { THREADS = 16, ITERATIONS = 20, REPLAYS = 100 };
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RESIDUAL_DROPOUT,
-       OP_RESIDUAL_DROPOUT_NORM, OP_COUNT };
-static const char *const op_names[OP_COUNT] = {"softmax",   "log_softmax",      "layernorm",
-                                               "rmsnorm",   "residual_dropout", "residual_dropout_norm"};
-static const tile_dtype op_dtypes[OP_COUNT] = {TILE_DTYPE_BF16, TILE_DTYPE_BF16, TILE_DTYPE_F32,
-                                               TILE_DTYPE_F16,  TILE_DTYPE_BF16, TILE_DTYPE_BF16};
-static const int64_t op_rows[OP_COUNT] = {97, 33, 1823, 64, 257, 129};
-static const int64_t op_cols[OP_COUNT] = {1000, 70001, 781, 4097, 3000, 2050};
+       OP_RESIDUAL_DROPOUT_NORM, OP_ATTENTION, OP_ATTENTION_VARLEN, OP_COUNT };
+enum { ROW_OPS = OP_ATTENTION }; /* the ops before it take rows x cols */
+static const char *const op_names[OP_COUNT] = {
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "residual_dropout", "residual_dropout_norm",
+    "flash_attention", "flash_attention varlen"};
+static const tile_dtype op_dtypes[ROW_OPS] = {TILE_DTYPE_BF16, TILE_DTYPE_BF16, TILE_DTYPE_F32,
+                                              TILE_DTYPE_F16,  TILE_DTYPE_BF16, TILE_DTYPE_BF16};
+static const int64_t op_rows[ROW_OPS] = {97, 33, 1823, 64, 257, 129};
+static const int64_t op_cols[ROW_OPS] = {1000, 70001, 781, 4097, 3000, 2050};
+/* The attention ops (support_attention_setup lays them out: padded rows, v in the other layout;
+ * varlen lengths seqlen - 37 b and seqlen_k - 53 b mod (seqlen + 1), so some queries see no
+ * key). The seed comes from the caller. */
+static const support_attention_case attn_cases[OP_COUNT - ROW_OPS] = {
+    {.variant = -1, .dtype = TILE_DTYPE_BF16, .batch = 2, .heads_q = 8, .heads_kv = 2,
+     .head_dim = 128, .seqlen_q = 300, .seqlen_k = 300, .causal = 1, .lse = 1},
+    {.variant = -1, .dtype = TILE_DTYPE_F16, .batch = 5, .heads_q = 8, .heads_kv = 1,
+     .head_dim = 64, .seqlen_q = 300, .seqlen_k = 300, .causal = 1, .varlen = 1, .bhsd = 1,
+     .lse = 1},
+};
 
 static support_gpu gpu;
 
-/* One op's buffers on the device: inputs x, residual, two [cols] vectors; outputs y, s, mask,
- * two [rows] statistics. Dense rows (ld = cols). */
+/* One op's buffers on the device. Row ops: inputs x, residual, two [cols] vectors; outputs y,
+ * s, mask, two [rows] statistics; dense rows (ld = cols). Attention: the problem, with its
+ * outputs o and lse. */
 typedef struct op_buffers {
     int op;
     CUdeviceptr x, residual, w, b, y, s, mask, mean, rstd;
     size_t tensor_bytes, vector_bytes, mask_bytes, stats_bytes;
+    support_attention_problem attn;
 } op_buffers;
+
+enum { MAX_OUTPUTS = 5 };
+/* The device outputs of the op (everything it may write), in *ptr and their sizes in bytes;
+ * returns how many. */
+static int outputs(const op_buffers *b, CUdeviceptr ptr[MAX_OUTPUTS], size_t bytes[MAX_OUTPUTS]) {
+    if (b->op >= ROW_OPS) {
+        const support_attention_problem *a = &b->attn;
+        ptr[0] = (CUdeviceptr)(uintptr_t)a->args.o;
+        bytes[0] = (size_t)a->o_elements * support_dtype_size(a->args.dtype);
+        ptr[1] = a->bufs[4]; /* lse's allocation: there even where args.lse is NULL */
+        bytes[1] = (size_t)a->lse_elements * sizeof(float);
+        return 2;
+    }
+    const CUdeviceptr p[] = {b->y, b->s, b->mask, b->mean, b->rstd};
+    const size_t n[] = {b->tensor_bytes, b->tensor_bytes, b->mask_bytes, b->stats_bytes,
+                        b->stats_bytes};
+    memcpy(ptr, p, sizeof p);
+    memcpy(bytes, n, sizeof n);
+    return MAX_OUTPUTS;
+}
 
 static CUdeviceptr upload_random(tile_dtype dt, size_t n, uint64_t seed, float lo, float hi) {
     float *v = support_stored_uniform(dt, n, seed, lo, hi);
@@ -50,9 +87,16 @@ static CUdeviceptr upload_random(tile_dtype dt, size_t n, uint64_t seed, float l
 }
 
 static void buffers_init(op_buffers *b, int op, uint64_t seed) {
+    memset(b, 0, sizeof *b);
+    b->op = op;
+    if (op >= ROW_OPS) {
+        support_attention_case c = attn_cases[op - ROW_OPS];
+        c.seed = seed;
+        support_attention_setup(&gpu, &c, &b->attn);
+        return;
+    }
     const tile_dtype dt = op_dtypes[op];
     const size_t n = (size_t)(op_rows[op] * op_cols[op]), elem = support_dtype_size(dt);
-    b->op = op;
     b->tensor_bytes = n * elem;
     b->vector_bytes = (size_t)op_cols[op] * elem;
     b->mask_bytes = n;
@@ -70,6 +114,10 @@ static void buffers_init(op_buffers *b, int op, uint64_t seed) {
 }
 
 static void buffers_free(op_buffers *b) {
+    if (b->op >= ROW_OPS) {
+        support_attention_free(&gpu, &b->attn);
+        return;
+    }
     const CUdeviceptr all[] = {b->x, b->residual, b->w, b->b, b->y, b->s, b->mask, b->mean, b->rstd};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(all[i]));
 }
@@ -79,9 +127,10 @@ static void buffers_free(op_buffers *b) {
 /* The op on its buffers, asynchronously on `stream`. */
 static tile_status run_op(const op_buffers *b, CUstream stream) {
     const int op = b->op;
+    const tile_stream st = (tile_stream)stream;
+    if (op >= ROW_OPS) return tile_flash_attention(&b->attn.args, st);
     const tile_dtype dt = op_dtypes[op];
     const int64_t rows = op_rows[op], cols = op_cols[op];
-    const tile_stream st = (tile_stream)stream;
     switch (op) {
     case OP_SOFTMAX: return tile_softmax(dt, P(b->y), P(b->x), rows, cols, cols, cols, st);
     case OP_LOG_SOFTMAX: return tile_log_softmax(dt, P(b->y), P(b->x), rows, cols, cols, cols, st);
@@ -106,7 +155,7 @@ static tile_status run_op(const op_buffers *b, CUstream stream) {
     }
 }
 
-/* Everything an op writes, copied to the host in one block: y, s, mask, mean, rstd. */
+/* Everything an op may write (its outputs()), copied to the host in one block. */
 typedef struct snapshot {
     unsigned char *bytes;
     size_t size;
@@ -115,26 +164,25 @@ typedef struct snapshot {
 static void take(const op_buffers *b, CUstream stream, snapshot *out) {
     const tile_driver *d = gpu.drv;
     SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream));
-    out->size = 2 * b->tensor_bytes + b->mask_bytes + 2 * b->stats_bytes;
+    CUdeviceptr ptr[MAX_OUTPUTS];
+    size_t bytes[MAX_OUTPUTS];
+    const int n = outputs(b, ptr, bytes);
+    out->size = 0;
+    for (int i = 0; i < n; i++) out->size += bytes[i];
     free(out->bytes); /* ops differ in size: one snapshot serves them all */
     out->bytes = support_xmalloc(out->size);
     unsigned char *p = out->bytes;
-    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p, b->y, b->tensor_bytes));
-    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->tensor_bytes, b->s, b->tensor_bytes));
-    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->tensor_bytes, b->mask, b->mask_bytes));
-    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p += b->mask_bytes, b->mean, b->stats_bytes));
-    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p + b->stats_bytes, b->rstd, b->stats_bytes));
+    for (int i = 0; i < n; p += bytes[i], i++) SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(p, ptr[i], bytes[i]));
 }
 
 /* Poisons every output, in stream order (so a skipped write cannot pass as a repeat of the
  * last one). */
 static void poison(const op_buffers *b, CUstream stream) {
-    const tile_driver *d = gpu.drv;
-    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->y, 0xa5, b->tensor_bytes, stream));
-    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->s, 0xa5, b->tensor_bytes, stream));
-    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->mask, 0xa5, b->mask_bytes, stream));
-    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->mean, 0xa5, b->stats_bytes, stream));
-    SUPPORT_CHECK(&gpu, d->cuMemsetD8Async(b->rstd, 0xa5, b->stats_bytes, stream));
+    CUdeviceptr ptr[MAX_OUTPUTS];
+    size_t bytes[MAX_OUTPUTS];
+    const int n = outputs(b, ptr, bytes);
+    for (int i = 0; i < n; i++)
+        SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(ptr[i], 0xa5, bytes[i], stream));
 }
 
 /* ---------------------------------------------------------------- 1. threads */
@@ -291,10 +339,14 @@ int main(void) {
         return SUPPORT_EXIT_NO_GPU;
     }
     printf("GPU 0: %s, sm_%d\n", gpu.name, gpu.arch);
+    char what[2][80];
+    snprintf(what[0], sizeof what[0], "%d threads x %d iterations x %d ops, lazy init raced",
+             THREADS, ITERATIONS, OP_COUNT);
+    snprintf(what[1], sizeof what[1], "%d ops captured, each replayed %d times", OP_COUNT, REPLAYS);
     const int threads = check_threads();
-    printf("%-60s %s\n", "16 threads x 20 iterations x 6 ops, lazy init raced", threads ? "FAIL" : "ok");
+    printf("%-60s %s\n", what[0], threads ? "FAIL" : "ok");
     const int graphs = check_graphs();
-    printf("%-60s %s\n", "6 ops captured, each replayed 100 times", graphs ? "FAIL" : "ok");
+    printf("%-60s %s\n", what[1], graphs ? "FAIL" : "ok");
     printf("%d passed, %d failed\n", (threads == 0) + (graphs == 0), (threads != 0) + (graphs != 0));
     support_gpu_close(&gpu);
     return threads || graphs ? 1 : 0;
