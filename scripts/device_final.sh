@@ -1,41 +1,61 @@
 #!/usr/bin/env bash
-# One device call for the end of a session: every GPU test, the attention side-by-side with
-# SDPA, and the bf16 row-op variants this session added, by name and as dispatched. Keeps the
-# files that matter under $OUT (at most 8 come back) and prints a short table last.
+# End-of-session device calls. Phase 1: every GPU test, the examples, the torch-op tests, the
+# bf16 row-op variants by name and as dispatched, and the attention side-by-side with SDPA.
+# Phase 2: the row ops beside torch eager / torch.compile / Triton, and compute-sanitizer over
+# the attention test. Keeps the files that matter under $OUT and prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib
 B=.device/bin
 S=$OUT/summary.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$S"
-for t in .device/tests/test_*gpu*; do
-  timeout ${TEST_TIMEOUT:-200} "$t" >"$OUT/tests.log.tmp" 2>&1
-  echo "test $(basename "$t") rc=$? $(tail -1 "$OUT/tests.log.tmp")" | tee -a "$S"
-  grep FAIL "$OUT/tests.log.tmp" | head -5 | tee -a "$S"
-  cat "$OUT/tests.log.tmp" >>"$OUT/tests.log"
-done
-rm -f "$OUT/tests.log.tmp"
 bench() { # op dtype shape [variant]
   timeout 30 $B/fusedops bench "$1" --dtype "$2" --shape "$3" ${4:+--variant $4} 2>&1 | tr '\n' ' ' |
     sed -E 's/on NVIDIA [^:]*: //; s/  +/ /g' | tee -a "$OUT/bench.txt"
   echo | tee -a "$OUT/bench.txt"
 }
-for s in 8192x8192 32768x4096; do
-  for v in "" softmax_bf16_pipe_n8192_w16_v8_s2_sm90 softmax_bf16_pipe_n8192_w16_v8_s3_sm90 \
-           softmax_bf16_pipe_n4096_w8_v8_s2_sm90 softmax_bf16_pipe_n4096_w8_v8_s3_sm90; do
-    bench softmax bf16 $s $v
+if [[ ${1:-1} == 1 ]]; then
+  for t in .device/tests/test_*gpu* .device/bin/example_*; do
+    timeout ${TEST_TIMEOUT:-200} "$t" >"$OUT/tests.log.tmp" 2>&1
+    echo "$(basename "$t") rc=$? $(tail -1 "$OUT/tests.log.tmp")" | tee -a "$S"
+    grep FAIL "$OUT/tests.log.tmp" | head -5 | tee -a "$S"
+    cat "$OUT/tests.log.tmp" >>"$OUT/tests.log"
   done
-  for op in layernorm rmsnorm; do
-    for v in "" norm_bf16_pipe_n4096_w8_v8_s2_d0_sm90 norm_bf16_pipe_n8192_w16_v8_s2_d0_sm90; do
-      bench $op bf16 $s $v
+  rm -f "$OUT/tests.log.tmp"
+  FUSEDOPS_LIBRARY=$PWD/.device/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 200 \
+    python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$OUT/pytest.log" 2>&1
+  echo "torch ops test rc=$? $(grep -E '^(Ran|OK|FAILED)' "$OUT/pytest.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E "per call:" "$OUT/pytest.log" | head -3 | tee -a "$S"
+  for s in 8192x8192 32768x4096; do
+    for v in "" softmax_bf16_pipe_n8192_w16_v8_s2_sm90 softmax_bf16_pipe_n4096_w8_v8_s3_sm90; do
+      bench softmax bf16 $s $v
     done
-    bench $op f32 $s
+    bench softmax f32 $s
+    for op in layernorm rmsnorm residual_dropout residual_dropout_norm; do
+      bench $op bf16 $s
+      bench $op f32 $s
+    done
+    bench layernorm bf16 $s norm_bf16_pipe_n8192_w16_v8_s2_d0_sm90
+    bench layernorm bf16 $s norm_bf16_pipe_n4096_w8_v8_s2_d0_sm90
   done
-done
-PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --lib .device/lib/libfusedops.so \
-  --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
-echo "vs_torch attention rc=$?" | tee -a "$S"
+  PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --lib .device/lib/libfusedops.so \
+    --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
+  echo "vs_torch attention rc=$?" | tee -a "$S"
+else
+  PYTHONUNBUFFERED=1 timeout 400 python3 bench/vs_torch.py --lib .device/lib/libfusedops.so \
+    --json "$OUT/vs_torch_rows.json" --out "$OUT" --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096 \
+    >"$OUT/vs_torch_rows.log" 2>&1
+  echo "vs_torch rows rc=$?" | tee -a "$S"
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck initcheck synccheck; do
+    FUSEDOPS_TEST_VARIANT=${SAN_VARIANT:-bf16_d128_m128} timeout 60 "$cs" --tool $tool --error-exitcode 99 \
+      --report-api-errors no .device/tests/test_attention_gpu >"$OUT/san_$tool.log" 2>&1
+    echo "sanitize $tool attention rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases,' "$OUT/san_$tool.log" | tail -2 | tr '\n' ' ')" | tee -a "$S"
+  done
+fi
 echo "==== summary"
 cat "$S"
-sed -n '/^attention: TFLOP/,$p' "$OUT/vs_torch_attention.log" | cut -c1-160
-cut -c1-160 "$OUT/bench.txt"
+[[ -f $OUT/vs_torch_attention.log ]] && sed -n '/^attention: TFLOP/,$p' "$OUT/vs_torch_attention.log" | cut -c1-150
+[[ -f $OUT/vs_torch_rows.log ]] && tail -45 "$OUT/vs_torch_rows.log" | cut -c1-160
+[[ -f $OUT/bench.txt ]] && cut -c1-150 "$OUT/bench.txt"
+exit 0
