@@ -41,21 +41,36 @@ if [[ ${1:-1} == 1 ]]; then
   PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --lib .device/lib/libfusedops.so \
     --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
   echo "vs_torch attention rc=$?" | tee -a "$S"
-else
+elif [[ $1 == 2 ]]; then
+  for s in 8192x8192 32768x4096 4096x4096; do
+    for op in softmax layernorm rmsnorm residual_dropout residual_dropout_norm; do
+      bench $op bf16 $s
+      bench $op f32 $s
+    done
+  done
   PYTHONUNBUFFERED=1 timeout 400 python3 bench/vs_torch.py --lib .device/lib/libfusedops.so \
-    --json "$OUT/vs_torch_rows.json" --out "$OUT" --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096 \
+    --json "$OUT/vs_torch_rows.json" --out /tmp/vs_plots --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096 \
     >"$OUT/vs_torch_rows.log" 2>&1
   echo "vs_torch rows rc=$?" | tee -a "$S"
+else
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck initcheck synccheck; do
     FUSEDOPS_TEST_VARIANT=${SAN_VARIANT:-bf16_d128_m128} timeout 60 "$cs" --tool $tool --error-exitcode 99 \
       --report-api-errors no .device/tests/test_attention_gpu >"$OUT/san_$tool.log" 2>&1
     echo "sanitize $tool attention rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases,' "$OUT/san_$tool.log" | tail -2 | tr '\n' ' ')" | tee -a "$S"
   done
+  PYTHONUNBUFFERED=1 timeout 150 python3 bench/vs_torch.py --ops softmax,log_softmax --dtypes bf16 \
+    --lib .device/lib/libfusedops.so --json "$OUT/vs_torch_softmax.json" --out /tmp/vs_plots \
+    --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096,2048x16384,1024x32768,1024x65536 \
+    >"$OUT/vs_torch_softmax.log" 2>&1
+  echo "vs_torch softmax rc=$?" | tee -a "$S"
+  timeout 200 $B/fusedops tune --verify --out "$OUT/verify.txt" 2>"$OUT/verify.log"
+  echo "verify rc=$? $(tail -3 "$OUT/verify.txt" | tr '\n' ' ')" | tee -a "$S"
 fi
 echo "==== summary"
 cat "$S"
 [[ -f $OUT/vs_torch_attention.log ]] && sed -n '/^attention: TFLOP/,$p' "$OUT/vs_torch_attention.log" | cut -c1-150
 [[ -f $OUT/vs_torch_rows.log ]] && tail -45 "$OUT/vs_torch_rows.log" | cut -c1-160
+[[ -f $OUT/vs_torch_softmax.log ]] && tail -22 "$OUT/vs_torch_softmax.log" | cut -c1-160
 [[ -f $OUT/bench.txt ]] && cut -c1-150 "$OUT/bench.txt"
 exit 0

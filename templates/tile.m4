@@ -244,6 +244,9 @@ m4_define(<|TILE_WG_COPY_Q|>, <|TILE_ARGS(<|TILE_WG_COPY_Q|>, <|$4|>, 4)tile::at
 m4_define(<|TILE_WG_COPY_K|>, <|TILE_ARGS(<|TILE_WG_COPY_K|>, <|$5|>, 5)tile::attn::wg_copy_k<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_COPY_V|>, <|TILE_ARGS(<|TILE_WG_COPY_V|>, <|$5|>, 5)tile::attn::wg_copy_v<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::attn::wg_copy_wait<$1::AHEAD - 1>()|>)
+# TILE_PROGRAM_BARRIER: every thread of the program waits for the others (shared tiles read by
+# one warpgroup may be overwritten after it).
+m4_define(<|TILE_PROGRAM_BARRIER|>, <|__syncthreads()|>)
 # TILE_ATTENTION_SCORES(s, L): s = a score tile [BLOCK_M, BLOCK_N] (registers).
 m4_define(<|TILE_ATTENTION_SCORES|>, <|tile::attn::scores<$2> $1|>)
 # TILE_WG_QK_START(s, L, tiles, n): start s = Q K_n^T (asynchronous warpgroup products);
