@@ -228,13 +228,13 @@ m4_define(<|TILE_ACCUMULATE_PV|>, <|TILE_ARGS(<|TILE_ACCUMULATE_PV|>, <|$3|>, 3)
 m4_define(<|TILE_ATTENTION_STORE|>, <|TILE_ARGS(<|TILE_ATTENTION_STORE|>, <|$4|>, 4)tile::attn::store($1, $2, $3, $4.q)|>)
 
 # Hopper (sm_90a) attention over warpgroup products (wgmma): WARPS / 4 warpgroups of 64 query
-# rows, Q, K and V in swizzled shared-memory tiles, two stages of K and V.
+# rows, Q, K and V in swizzled shared-memory tiles, STAGES buffers each of K and V.
 # TILE_ATTENTION_WG_LAYOUT(L): L is the warpgroup tiling of this grid point.
 m4_define(<|TILE_ATTENTION_WG_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
 using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4, m4_ifdef(<|STAGES|>, STAGES, 2)>|>)
 # TILE_WG_AHEAD(L): how many key tiles the copies run ahead of the products (stages - 1).
 m4_define(<|TILE_WG_AHEAD|>, <|$1::AHEAD|>)
-# TILE_WG_TILES(tiles, L): tiles.q and two stages tiles.k[s], tiles.v[s] in shared memory.
+# TILE_WG_TILES(tiles, L): tiles.q and STAGES buffers tiles.k[s], tiles.v[s] in shared memory.
 m4_define(<|TILE_WG_TILES|>, <|const auto $1 = tile::attn::wg_shared_tiles<$2, T>()|>)
 # TILE_WG_COPY_Q(tiles, L, a, blk), TILE_WG_COPY_K(tiles, L, a, blk, n), TILE_WG_COPY_V(...):
 # start copying the query block, or key / value tile n (into K / V stage n % stages);

@@ -459,7 +459,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
 // The same algorithm on sm_90a's warpgroup matrix products (wgmma): WGS warpgroups of 128
 // threads, each owning 64 query rows; Q, K and V tiles in shared memory in the 128-byte
 // swizzled layout wgmma reads through descriptors (rows of 64 columns, 128 bytes, in 8-row
-// atoms whose 16-byte chunks are XOR-permuted by row), two stages of K and V so the copies of
+// atoms whose 16-byte chunks are XOR-permuted by row), STAGES buffers each of K and V so the copies of
 // the next key tile overlap both products and the softmax of this one. P stays in registers
 // as the A operand of P V. The accumulator fragments have the mma layout above (warp w of the
 // program owns rows 16w..16w+15), so masking, the online softmax and the store are shared.
@@ -577,7 +577,7 @@ template <int PENDING> __device__ __forceinline__ void wg_wait_groups() {
 #endif
 }
 
-// Issues S = Q K_n^T for the warpgroup's 64 rows (K-major operands from K stage n % 2) as one
+// Issues S = Q K_n^T for the warpgroup's 64 rows (K-major operands from K stage n % STAGES) as one
 // committed group; S is not to be read before a wait (wg_wait_scores).
 template <typename L, typename T>
 __device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &t, int32_t n) {
@@ -616,7 +616,7 @@ template <int K> __device__ __forceinline__ void wg_fence_registers(uint32_t (&r
         for (int e = 0; e < 4; e++) asm volatile("" : "+r"(r[k][e])::"memory");
 }
 
-// Issues O += P V_n (P from registers, V N-major from V stage n % 2) as one committed group.
+// Issues O += P V_n (P from registers, V N-major from V stage n % STAGES) as one committed group.
 template <typename L, typename T>
 __device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
                                             const wg_tiles<L, T> &t, int32_t n) {
