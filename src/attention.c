@@ -236,6 +236,14 @@ static tile_status launch(const tile_device *device, int32_t variant,
     const int varlen = a->cu_seqlens_q != NULL;
     const float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->head_dim);
     const int64_t m_blocks = (a->seqlen_q + v->rows_per_program - 1) / v->rows_per_program;
+    /* Programs run in groups of heads whose K and V (about 16 MiB together) stay in L2 while
+     * every query block of the group reads them (perf-notes A8). */
+    const int64_t kv_bytes = 2 * (a->seqlen_k > 0 ? a->seqlen_k : 1) * a->head_dim *
+                             (int64_t)tile_dtype_size(a->dtype);
+    const int64_t pairs = (int64_t)a->batch * a->heads_q;
+    int64_t group = ((int64_t)16 << 20) / kv_bytes;
+    group = group < 1 ? 1 : group > pairs ? pairs : group;
+    const int32_t head_group = (int32_t)group;
     tile_attention_kernel_args k = {
         .o = a->o,
         .q = a->q,
@@ -265,6 +273,7 @@ static tile_status launch(const tile_device *device, int32_t variant,
         .seqlen_q = (int32_t)a->seqlen_q,
         .seqlen_k = (int32_t)a->seqlen_k,
         .m_blocks = (int32_t)m_blocks,
+        .head_group = head_group,
         .causal = a->causal,
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,

@@ -20,6 +20,7 @@ typedef struct tile_attention_kernel_args {
     int32_t batch, heads_q, heads_kv, head_dim;
     int32_t seqlen_q, seqlen_k;  /* the lengths, or with cu_seqlens the maxima */
     int32_t m_blocks;            /* query blocks per (batch, head): ceil(seqlen_q / BLOCK_M) */
+    int32_t head_group;          /* (batch, head) pairs whose programs run together (>= 1) */
     int32_t causal;              /* 1: key j sees query i iff j <= i + seqlen_k - seqlen_q */
     float scale;                 /* softmax scale */
     float scale_log2;            /* scale * log2(e): exponents are taken base 2 */

@@ -105,10 +105,7 @@ __device__ __forceinline__ float exp2f_approx(float x) {
 }
 
 // ------------------------------------------------------------------------------ program
-// The (batch, head, query block) of this program and the extents it works on. Programs run
-// the longest query blocks first (causal work grows with the block index), heads fastest so
-// that the programs sharing a K/V head (GQA) run together. (Query blocks fastest, for L2 reuse
-// of K/V, measured no faster without causal masking and 20% slower with it: perf-notes.)
+// The (batch, head, query block) of this program and the extents it works on.
 struct block {
     int32_t b, h, hk;
     int64_t q_start, k_start; // token offsets of the sequence (varlen) or 0
@@ -122,11 +119,17 @@ struct block {
 template <typename L>
 __device__ __forceinline__ block program_block(const tile_attention_kernel_args &a) {
     block k;
-    const int64_t pid = blockIdx.x;
-    const int64_t per_block = (int64_t)a.heads_q * a.batch;
-    k.h = (int32_t)(pid % a.heads_q);
-    k.b = (int32_t)((pid / a.heads_q) % a.batch);
-    const int32_t mb = a.m_blocks - 1 - (int32_t)(pid / per_block);
+    // Programs come in groups of head_group (batch, head) pairs, every query block of a group
+    // before the next group: the K and V the programs in flight read stay in L2. Within a group
+    // the longest blocks come first, heads fastest.
+    const int64_t pid = blockIdx.x, pairs = (int64_t)a.heads_q * a.batch;
+    const int64_t group = pid / ((int64_t)a.head_group * a.m_blocks);
+    const int64_t first = group * a.head_group, in_group = pid - first * a.m_blocks;
+    const int64_t size = pairs - first < a.head_group ? pairs - first : a.head_group;
+    const int64_t pair = first + in_group % size; // b * heads_q + h
+    k.h = (int32_t)(pair % a.heads_q);
+    k.b = (int32_t)(pair / a.heads_q);
+    const int32_t mb = a.m_blocks - 1 - (int32_t)(in_group / size);
     k.hk = k.h / (a.heads_q / a.heads_kv);
     if (a.cu_seqlens_q) {
         k.q_start = a.cu_seqlens_q[k.b];
