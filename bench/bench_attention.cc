@@ -59,16 +59,7 @@ const AttnShape kF16Shape = {8, 16, 2048, 128, 16};
 
 constexpr int kMaxCopies = kBenchMaxCopies;
 
-struct Bench {
-    bench_gpu_info gpu;
-    double copy_gbps = 0;
-    int32_t forced = -1;  // tile_flash_attention_variant index, or -1: the dispatcher picks
-    std::string forced_name;
-    bool failed = false;  // a call failed or gave wrong results: exit 1
-};
-Bench g;
-
-void *as_ptr(uint64_t p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); }
+BenchSuite g;
 
 // Elements of q (o) and of k (v) for a shape.
 size_t q_elems(const AttnShape &s) {
@@ -154,10 +145,10 @@ tile_flash_attention_args make_args(bool causal, int k) {
     a.seqlen_q = s.seqlen;
     a.seqlen_k = s.seqlen;
     a.scale = 0.0f;  // 1 / sqrt(head_dim)
-    a.o = as_ptr(b.o[k]);
-    a.q = as_ptr(b.q[k]);
-    a.k = as_ptr(b.k[k]);
-    a.v = as_ptr(b.v[k]);
+    a.o = bench_ptr(b.o[k]);
+    a.q = bench_ptr(b.q[k]);
+    a.k = bench_ptr(b.k[k]);
+    a.v = bench_ptr(b.v[k]);
     const int64_t d = s.head_dim;
     a.q_head_stride = a.o_head_stride = d;
     a.q_seq_stride = a.o_seq_stride = s.heads_q * d;

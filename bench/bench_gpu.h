@@ -115,6 +115,20 @@ int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t ke
 constexpr int kBenchMaxCopies = 8;   // buffer sets rotated, at most
 constexpr int kBenchMaxBatch = 256;  // launches per timed batch, at most
 
+// What every suite keeps for its run: the GPU, the copy ceiling measured at start, the variant
+// forced by --variant (its index for the op's *_variant entry point, or -1: the dispatcher
+// picks) and whether any call failed or gave wrong results (the suite then exits 1).
+struct BenchSuite {
+    bench_gpu_info gpu;
+    double copy_gbps = 0;
+    int32_t forced = -1;
+    std::string forced_name;
+    bool failed = false;
+};
+
+// A device address (CUdeviceptr) as the pointer the C ABI takes.
+inline void *bench_ptr(uint64_t p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); }
+
 // Copies of one rotated buffer set (`set_bytes`: every rows x cols tensor one launch reads or
 // writes) so that in all they hold at least max(256 MiB, 3 x L2): each launch then reads input
 // that the launches before it have pushed out of L2. 1 to kBenchMaxCopies.

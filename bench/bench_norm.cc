@@ -70,16 +70,7 @@ const OpInfo kOps[OP_COUNT] = {
 
 constexpr int kMaxCopies = kBenchMaxCopies;
 
-struct Bench {
-    bench_gpu_info gpu;
-    double copy_gbps = 0;
-    int32_t forced = -1;  // tile_add_norm_variant index, or -1: the public functions dispatch
-    std::string forced_name;
-    bool failed = false;  // a call failed or gave wrong results: exit 1
-};
-Bench g;
-
-void *as_ptr(uint64_t p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); }
+BenchSuite g;
 
 // The buffers of the last (dtype, shape) benchmarked, allocated as the ops need them;
 // benchmarks are registered so that those of one dtype and shape run one after another.
@@ -178,29 +169,29 @@ tile_add_norm_args make_args(Op op, int k) {
     a.norm = o.norm;
     a.rows = b.rows;
     a.cols = b.cols;
-    a.x = as_ptr(b.x[k]);
+    a.x = bench_ptr(b.x[k]);
     a.ld_x = b.cols;
     if (o.norm == TILE_NORM_NONE) {  // residual_dropout: its output is s
-        a.s = as_ptr(b.y[k]);
+        a.s = bench_ptr(b.y[k]);
         a.ld_s = b.cols;
     } else {
-        a.y = as_ptr(b.y[k]);
+        a.y = bench_ptr(b.y[k]);
         a.ld_y = b.cols;
         if (o.s) {
-            a.s = as_ptr(b.s[k]);
+            a.s = bench_ptr(b.s[k]);
             a.ld_s = b.cols;
         }
     }
     if (o.residual) {
-        a.residual = as_ptr(b.res[k]);
+        a.residual = bench_ptr(b.res[k]);
         a.ld_residual = b.cols;
-        a.bias = as_ptr(b.bias);
+        a.bias = bench_ptr(b.bias);
         a.p = kP;
         a.seed = kSeed;
         a.offset = kOffset;
     }
-    if (o.weight) a.weight = as_ptr(b.weight);
-    if (o.norm_bias) a.norm_bias = as_ptr(b.norm_bias);
+    if (o.weight) a.weight = bench_ptr(b.weight);
+    if (o.norm_bias) a.norm_bias = bench_ptr(b.norm_bias);
     a.eps = kEps;
     return a;
 }
@@ -214,15 +205,15 @@ tile_status launch(Op op, int k) {
     const int64_t ld = b.cols;
     switch (op) {
     case LAYERNORM:
-        return tile_layernorm(b.dtype, as_ptr(b.y[k]), as_ptr(b.x[k]), as_ptr(b.weight),
-                              as_ptr(b.norm_bias), nullptr, nullptr, b.rows, b.cols, ld, ld, kEps,
+        return tile_layernorm(b.dtype, bench_ptr(b.y[k]), bench_ptr(b.x[k]), bench_ptr(b.weight),
+                              bench_ptr(b.norm_bias), nullptr, nullptr, b.rows, b.cols, ld, ld, kEps,
                               nullptr);
     case RMSNORM:
-        return tile_rmsnorm(b.dtype, as_ptr(b.y[k]), as_ptr(b.x[k]), as_ptr(b.weight), nullptr,
+        return tile_rmsnorm(b.dtype, bench_ptr(b.y[k]), bench_ptr(b.x[k]), bench_ptr(b.weight), nullptr,
                             b.rows, b.cols, ld, ld, kEps, nullptr);
     case RESIDUAL_DROPOUT:
-        return tile_residual_dropout(b.dtype, as_ptr(b.y[k]), as_ptr(b.x[k]), as_ptr(b.res[k]),
-                                     as_ptr(b.bias), nullptr, b.rows, b.cols, ld, ld, ld, kP,
+        return tile_residual_dropout(b.dtype, bench_ptr(b.y[k]), bench_ptr(b.x[k]), bench_ptr(b.res[k]),
+                                     bench_ptr(b.bias), nullptr, b.rows, b.cols, ld, ld, ld, kP,
                                      kSeed, kOffset, nullptr);
     case RESIDUAL_DROPOUT_NORM: {
         const tile_add_norm_args a = make_args(op, k);

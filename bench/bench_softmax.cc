@@ -49,16 +49,7 @@ const Shape kLogShapes[] = {{4096, 4096}, {1024, 32768}, {32, 1 << 20}};
 
 constexpr int kMaxCopies = kBenchMaxCopies;
 
-struct Bench {
-    bench_gpu_info gpu;
-    double copy_gbps = 0;
-    int32_t forced = -1;  // tile_softmax_variant index, or -1: the dispatcher picks
-    std::string forced_name;
-    bool failed = false;  // a call failed or gave wrong results: exit 1
-};
-Bench g;
-
-void *as_ptr(uint64_t p) { return reinterpret_cast<void *>(static_cast<uintptr_t>(p)); }
+BenchSuite g;
 
 // The buffers of the last (dtype, shape) benchmarked; benchmarks are registered so that those
 // of one dtype and shape run one after another and share them.
@@ -158,8 +149,8 @@ void bm_softmax(benchmark::State &state, tile_dtype dtype, Shape shape, int log_
     }
 
     auto launch = [&](int k) {
-        void *y = as_ptr(b.y[k]);
-        const void *x = as_ptr(b.x[k]);
+        void *y = bench_ptr(b.y[k]);
+        const void *x = bench_ptr(b.x[k]);
         if (g.forced >= 0)
             return tile_softmax_variant(g.forced, log_softmax, dtype, y, x, b.rows, b.cols, b.cols,
                                         b.cols, nullptr);
