@@ -234,6 +234,8 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     for (int i = 0; i < pt->family->param_count; i++)
         DEF("%s=%lld", pt->family->params[i].name, (long long)pt->param_values[i]);
     DEF("THREADS=%lld", (long long)pt->fields[GRID_FIELD_THREADS]);
+    /* What the launch gives the kernel, so its layout can check that it fits. */
+    DEF("SMEM=%lld", (long long)pt->fields[GRID_FIELD_SMEM]);
 #undef DEF
     static char tile_m4[1024], source[1024];
     snprintf(tile_m4, sizeof tile_m4, "%s/tile.m4", st->templates);

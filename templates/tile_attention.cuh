@@ -230,7 +230,6 @@ template <typename L> __device__ __forceinline__ int fragment_row(int f) {
     return threadIdx.x / 32 * L::WARP_ROWS + f * 16;
 }
 
-__device__ __forceinline__ int warp_id() { return threadIdx.x / 32; }
 __device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
 
 // A fragment of k-step kk of this warp's query fragment f.
