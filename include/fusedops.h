@@ -335,6 +335,65 @@ TILE_API tile_status tile_flash_attention_variant(int32_t variant,
 TILE_API tile_status tile_flash_attention_explain(const tile_flash_attention_args *args,
                                                   int32_t arch, tile_decision *decision);
 
+/*
+ * Grouped matrix product for mixture-of-experts layers (docs/api.md, "Grouped matmul"):
+ * C_g = A_g B_g (+ bias_g) for g = 0 .. groups - 1. Tokens arrive sorted by group: A_g is rows
+ * offsets[g - 1] .. offsets[g] - 1 of A (offsets[-1] taken as 0) and C_g the same rows of C.
+ * fp16 or bf16 storage (a, b, c and bias alike), fp32 accumulation.
+ *
+ * Layout by strides, in elements: element (m, kk) of A is a[m * lda + kk]; element (m, nn) of C
+ * is c[m * ldc + nn]; element (kk, nn) of B_g is
+ * b[g * b_group_stride + kk * b_k_stride + nn * b_n_stride], with b_n_stride == 1 (B stored
+ * [groups, k, n]) or b_k_stride == 1 (B stored [groups, n, k], as torch's weight.t() views).
+ * offsets is int32 on the device, `groups` cumulative row ends (torch._grouped_mm's `offs`):
+ * nondecreasing, offsets[groups - 1] <= total_m. It is read on the device only (no host sync,
+ * no allocation: the call can be captured in a CUDA graph), so it is not validated: the kernel
+ * clamps each end into [previous end, total_m], and rows of C past offsets[groups - 1] are left
+ * untouched. Groups may be empty.
+ */
+typedef struct tile_grouped_matmul_args {
+    size_t struct_size;       /* sizeof(tile_grouped_matmul_args) as the caller compiled it */
+    tile_dtype dtype;         /* TILE_DTYPE_F16 or TILE_DTYPE_BF16 */
+    int32_t groups;           /* 1 .. 65536 */
+    int64_t total_m;          /* rows of A and C, >= 0 (0: nothing to do) */
+    int64_t n, k;             /* columns of C and of A, >= 1 */
+    void *c;
+    const void *a, *b;
+    int64_t ldc, lda;         /* row strides of C (>= n) and A (>= k) */
+    int64_t b_group_stride, b_k_stride, b_n_stride;
+    const void *bias;         /* NULL, or [groups, n]: bias of group g at bias + g * bias_group_stride */
+    int64_t bias_group_stride;
+    const int32_t *offsets;   /* [groups] cumulative row ends, on the device */
+} tile_grouped_matmul_args;
+
+/* Zeroes *args (struct_size bytes of it) and sets args->struct_size; as
+ * tile_flash_attention_init. */
+TILE_API tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args,
+                                              size_t struct_size);
+
+/*
+ * Runs the grouped matrix product on `stream`. Status: INVALID_ARGUMENT for a NULL or too small
+ * args, NULL a, b, c or offsets, groups outside [1, 65536], total_m < 0, n or k < 1, ldc < n,
+ * lda < k, neither B stride 1, negative strides, B strides under which two elements of a group
+ * share an address, a bias_group_stride < n with a bias, extents that overflow int64;
+ * UNSUPPORTED_DTYPE for fp32; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda,
+ * ldc, the B strides other than the unit one and bias_group_stride are multiples of 8 elements
+ * (the message names the least aligned argument), or offsets is not 4-byte aligned; otherwise
+ * as tile_softmax.
+ */
+TILE_API tile_status tile_grouped_matmul(const tile_grouped_matmul_args *args,
+                                         tile_stream stream);
+
+/* Runs exactly variant `variant` of op "grouped_matmul"; statuses as tile_softmax_variant. */
+TILE_API tile_status tile_grouped_matmul_variant(int32_t variant,
+                                                 const tile_grouped_matmul_args *args,
+                                                 tile_stream stream);
+
+/* The variant tile_grouped_matmul would launch for *args, without launching it; pointers are
+ * validated but never dereferenced. `arch` as for tile_softmax_explain. */
+TILE_API tile_status tile_grouped_matmul_explain(const tile_grouped_matmul_args *args,
+                                                 int32_t arch, tile_decision *decision);
+
 /* The compute capability of the current device as 10*major+minor, in *arch. */
 TILE_API tile_status tile_device_arch(int32_t *arch);
 
