@@ -4,9 +4,15 @@
 #ifndef FUSEDOPS_GEMM_ARGS_H
 #define FUSEDOPS_GEMM_ARGS_H
 
+#include <cuda.h> /* CUtensorMap */
 #include <stdint.h>
 
 typedef struct tile_gemm_kernel_args {
+    /* Tensor maps of the warp-specialized variants (copies by the tensor memory accelerator),
+     * encoded per call by the host; unused (zero) for the others. a_map: A [total_m, k] in
+     * boxes of 64 k x 128 rows. b_map: B [groups, n, k] in boxes of 64 k x BLOCK_N (K-major) or
+     * [groups, k, n] in boxes of 64 n x 64 k (N-major). 128-byte swizzled, as wgmma reads. */
+    CUtensorMap a_map, b_map;
     void *c;
     const void *a, *b;
     const void *bias;          /* [groups, n] rows bias_group apart, or NULL */

@@ -198,7 +198,7 @@ m4_define(<|TILE_ATTENTION_TILES|>, <|const auto $1 = tile::attn::shared_tiles<$
 m4_define(<|TILE_COPY_Q|>, <|TILE_ARGS(<|TILE_COPY_Q|>, <|$4|>, 4)tile::attn::copy_q<$2, T>($1, $3, $4)|>)
 m4_define(<|TILE_COPY_K|>, <|TILE_ARGS(<|TILE_COPY_K|>, <|$5|>, 5)tile::attn::copy_k<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_COPY_V|>, <|TILE_ARGS(<|TILE_COPY_V|>, <|$5|>, 5)tile::attn::copy_v<$2, T>($1, $3, $4, $5)|>)
-m4_define(<|TILE_COPY_COMMIT|>, <|tile::attn::copy_commit()|>)
+m4_define(<|TILE_COPY_COMMIT|>, <|tile::copy_commit()|>)
 m4_define(<|TILE_COPY_WAIT|>, <|tile::attn::copy_wait_all()|>)
 # TILE_Q_FRAGMENTS(q, L, tiles): q = the program's query rows as matrix-product operands
 # (registers for HEAD_DIM <= 128; beyond that they are read from tiles.q at each product).
@@ -245,7 +245,7 @@ m4_define(<|TILE_WG_TILES|>, <|const auto $1 = tile::attn::wg_shared_tiles<$2, T
 m4_define(<|TILE_WG_COPY_Q|>, <|TILE_ARGS(<|TILE_WG_COPY_Q|>, <|$4|>, 4)tile::attn::wg_copy_q<$2, T>($1, $3, $4)|>)
 m4_define(<|TILE_WG_COPY_K|>, <|TILE_ARGS(<|TILE_WG_COPY_K|>, <|$5|>, 5)tile::attn::wg_copy_k<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_COPY_V|>, <|TILE_ARGS(<|TILE_WG_COPY_V|>, <|$5|>, 5)tile::attn::wg_copy_v<$2, T>($1, $3, $4, $5)|>)
-m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::attn::wg_copy_wait<$1::AHEAD - 1>()|>)
+m4_define(<|TILE_WG_COPY_WAIT|>, <|tile::wg_copy_wait<$1::AHEAD - 1>()|>)
 # TILE_PROGRAM_BARRIER: every thread of the program waits for the others (shared tiles read by
 # one warpgroup may be overwritten after it).
 m4_define(<|TILE_PROGRAM_BARRIER|>, <|__syncthreads()|>)
@@ -266,5 +266,64 @@ m4_define(<|TILE_WG_PV_FINISH|>, <|TILE_ARGS(<|TILE_WG_PV_FINISH|>, <|$2|>, 2)ti
 m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|$5|>, 5)m4_dnl
 float $1[$2::MF][2]; tile::attn::online_softmax_deferred($3, $4, $5, $1)|>)
 m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::rescale($1, $2)|>)
+
+# ---------------------------------------------------------------------------- grouped matmul
+# C_g = A_g B_g over the groups of a grouped (mixture-of-experts) product: persistent programs
+# take C tiles of BLOCK_M x BLOCK_N from a scheduler that reads the group sizes on the device;
+# each tile streams K through STAGES shared-memory buffers. The grid point gives BLOCK_M,
+# BLOCK_N and STAGES, and either BLOCK_K, WARPS_M and WARPS_N (mma.sync warp tiles) or
+# WARPGROUPS (3: wgmma, K steps of 64, a producer warpgroup copying by tensor map for two
+# consumer warpgroups of 64 rows).
+# TILE_GEMM_LAYOUT(L): L is the tiling of this grid point.
+m4_define(<|TILE_GEMM_LAYOUT|>, <|TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|STAGES|>)m4_dnl
+using $1 = m4_ifdef(<|WARPGROUPS|>, <|tile::gemm::ws_layout<BLOCK_N, STAGES>|>, <|tile::gemm::mma_layout<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>|>); m4_dnl
+static_assert($1::BM == BLOCK_M && $1::PROGRAM_THREADS == THREADS, "the grid's tile and threads match the layout"); m4_dnl
+static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the stages")|>)
+# TILE_GEMM_TILES(tiles, L): STAGES buffers of an A k-tile and a B k-tile in shared memory.
+m4_define(<|TILE_GEMM_TILES|>, <|const auto $1 = tile::gemm::shared_tiles<$2, T>()|>)
+# TILE_GEMM_SCHEDULER(sched, L, a): sched walks the C tiles of every group (tile numbers
+# blockIdx.x, + gridDim.x, ...). TILE_FOR_GEMM_TILES(pos, sched, L, a) ... TILE_END_FOR: pos
+# takes each of this program's tiles: pos.group, rows [pos.row0, pos.row_end), pos.col0.
+m4_define(<|TILE_GEMM_SCHEDULER|>, <|TILE_ARGS(<|TILE_GEMM_SCHEDULER|>, <|$3|>, 3)m4_dnl
+tile::gemm::scheduler $1 = tile::gemm::scheduler_init<$2>($3)|>)
+m4_define(<|TILE_FOR_GEMM_TILES|>, <|TILE_ARGS(<|TILE_FOR_GEMM_TILES|>, <|$4|>, 4)m4_dnl
+for (tile::gemm::tile_pos $1; tile::gemm::scheduler_next<$3>($2, $4, $1);) {|>)
+# TILE_GEMM_K_TILES(L, a): the k-tiles of BLOCK_K (wgmma: 64) a C tile streams.
+# TILE_GEMM_AHEAD(L): how many k-tiles the copies run ahead of the products.
+m4_define(<|TILE_GEMM_K_TILES|>, <|(($2.k + $1::BK - 1) / $1::BK)|>)
+m4_define(<|TILE_GEMM_AHEAD|>, <|$1::AHEAD|>)
+# TILE_GEMM_COPY(tiles, L, a, pos, kt): start copying k-tile kt of the tile's rows of A and of
+# its group's B columns into stage kt % STAGES (zeros past the matrices' edges).
+# TILE_GEMM_COPY_WAIT(L): wait for every k-tile but the AHEAD - 1 latest, and for the program
+# (a barrier: every warp is done with the stage the next copy overwrites).
+m4_define(<|TILE_GEMM_COPY|>, <|TILE_ARGS(<|TILE_GEMM_COPY|>, <|$5|>, 5)tile::gemm::copy_k_tile<$2, T>($1, $3, $4, $5)|>)
+m4_define(<|TILE_GEMM_COPY_WAIT|>, <|tile::gemm::copy_wait<$1>()|>)
+# TILE_GEMM_ACCUMULATOR(acc, L): acc = a [BLOCK_M, BLOCK_N] fp32 accumulator, zero.
+m4_define(<|TILE_GEMM_ACCUMULATOR|>, <|tile::gemm::accumulator<$2> $1; tile::gemm::accumulator_zero<$2>($1)|>)
+# TILE_GEMM_PRODUCT(acc, L, tiles, kt, b_kmajor): acc += A_kt B_kt from stage kt % STAGES
+# (B K-major or N-major; mma.sync variants).
+m4_define(<|TILE_GEMM_PRODUCT|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCT|>, <|$5|>, 5)tile::gemm::product_k_tile<$2, T>($1, $3, $4, $5)|>)
+# TILE_GEMM_STORE(a, pos, acc, L): C's tile at pos = acc + the group's bias row (if any),
+# rounded to the storage type; rows past the group and columns past n are not written.
+m4_define(<|TILE_GEMM_STORE|>, <|TILE_ARGS(<|TILE_GEMM_STORE|>, <|$4|>, 4)tile::gemm::store_tile<$4, T>($1, $2, $3)|>)
+
+# Warp-specialized variants (WARPGROUPS 3): TILE_GEMM_PIPELINE(pipe, L): pipe = the ring of
+# stages with a full and an empty barrier each (collective, once). TILE_GEMM_PRODUCER(L): whether
+# this thread is in the producer warpgroup; TILE_GEMM_PRODUCER_WARP(L): in the one warp of it
+# that walks the tiles (its lane 0 issues the copies). TILE_PRODUCER_REGISTERS(L) / TILE_CONSUMER_REGISTERS(L): the warpgroup
+# gives registers back / takes them (every thread of the warpgroup).
+m4_define(<|TILE_GEMM_PIPELINE|>, <|auto $1 = tile::gemm::pipeline_start<$2>()|>)
+m4_define(<|TILE_GEMM_PRODUCER|>, <|tile::gemm::is_producer<$1>()|>)
+m4_define(<|TILE_GEMM_PRODUCER_WARP|>, <|tile::gemm::is_producer_warp<$1>()|>)
+m4_define(<|TILE_PRODUCER_REGISTERS|>, <|tile::warpgroup_registers_release<$1::PRODUCER_REGS>()|>)
+m4_define(<|TILE_CONSUMER_REGISTERS|>, <|tile::warpgroup_registers_claim<$1::CONSUMER_REGS>()|>)
+# TILE_GEMM_PRODUCE(pipe, tiles, a, pos, kt): wait for a free stage, then copy k-tile kt of the
+# tile at pos into it (tensor maps a.a_map, a.b_map; zeros outside the tensors).
+# TILE_GEMM_CONSUME(pipe, acc, tiles, b_kmajor, held): wait for the next stage, start
+# acc += A B from it, hand back the stage of the product before (held: the stage in use).
+# TILE_GEMM_CONSUME_FINISH(pipe, acc, held): wait for the last product, hand back its stage.
+m4_define(<|TILE_GEMM_PRODUCE|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCE|>, <|$5|>, 5)tile::gemm::produce_k_tile($1, $2, $3, $4, $5)|>)
+m4_define(<|TILE_GEMM_CONSUME|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME|>, <|$5|>, 5)tile::gemm::consume_k_tile($1, $2, $3, $4, $5)|>)
+m4_define(<|TILE_GEMM_CONSUME_FINISH|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME_FINISH|>, <|$3|>, 3)tile::gemm::consume_finish($1, $2, $3)|>)
 
 m4_changecom()m4_divert(0)m4_dnl

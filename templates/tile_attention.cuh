@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "attention_args.h"
+#include "tile_matrix.cuh"
 
 namespace tile {
 namespace attn {
@@ -42,55 +43,6 @@ template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_>
     static_assert(HEAD_DIM % 16 == 0 && BLOCK_N % 16 == 0, "whole mma k-steps");
 };
 
-// ------------------------------------------------------------------------------ mma
-template <typename T> struct mma_type;
-template <> struct mma_type<__nv_bfloat16> {
-    __device__ static uint32_t pack(float lo, float hi) {
-        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t *>(&h);
-    }
-    __device__ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-template <> struct mma_type<__half> {
-    __device__ static uint32_t pack(float lo, float hi) {
-        __half2 h = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t *>(&h);
-    }
-    __device__ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem) {
-    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *smem) {
-    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-// 16 bytes global -> shared without registers; src_bytes 0 writes zeros (rows past the
-// sequence, columns past head_dim), so padded lanes hold 0 and never NaN.
-__device__ __forceinline__ void copy16(void *smem, const void *global, bool valid) {
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(global),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Waits for this thread's copies, then the program's: the tiles are whole and every warp is
 // done with what it read before.
 __device__ __forceinline__ void copy_wait_all() {
@@ -230,7 +182,6 @@ template <typename L> __device__ __forceinline__ int fragment_row(int f) {
     return threadIdx.x / 32 * L::WARP_ROWS + f * 16;
 }
 
-__device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
 
 // A fragment of k-step kk of this warp's query fragment f.
 template <typename L, typename T>
@@ -465,13 +416,6 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
 // the next key tile overlap both products and the softmax of this one. P stays in registers
 // as the A operand of P V. The accumulator fragments have the mma layout above (warp w of the
 // program owns rows 16w..16w+15), so masking, the online softmax and the store are shared.
-template <typename T, int N> struct wgmma_op;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define TILE_HAS_WGMMA 1
-#include "wgmma_ops.inc"
-#else
-#define TILE_HAS_WGMMA 0
-#endif
 
 template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
@@ -507,10 +451,6 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
     return t;
 }
 
-// Byte offset of 16-byte chunk c (of HEAD_DIM / 8) of row r in a swizzled tile of `rows` rows.
-__device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
-    return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
-}
 
 // Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab into a swizzled tile;
 // rows >= rows_valid and columns >= head_dim become zeros.
@@ -544,40 +484,7 @@ __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_at
                                           const block &k, int32_t n) {
     wg_copy_tile<L, L::BLOCK_N>(s.v[n % L::STAGES], v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
-// Waits for this thread's copies but the PENDING most recent groups, makes them visible to
-// the tensor cores' (async) proxy, then waits for the program: the tiles the next products
-// read are whole and every warp is done with the stages the next copies overwrite.
-template <int PENDING> __device__ __forceinline__ void wg_copy_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.wait_group %0;\n\tfence.proxy.async.shared::cta;" ::"n"(PENDING) : "memory");
-#else
-    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); // never runs: sm_90 only
-#endif
-    __syncthreads();
-}
 
-// Matrix descriptor of a swizzled tile at `p`: 128-byte swizzle; lbo and sbo in bytes.
-__device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_t sbo) {
-    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
-           (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | (uint64_t)1 << 62;
-}
-
-// Keeps the compiler from moving reads or writes of wgmma accumulators across the asynchronous
-// products (they are in flight between issue and wait).
-template <int N> __device__ __forceinline__ void wg_fence_operands(float (&d)[N][4]) {
-#pragma unroll
-    for (int j = 0; j < N; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[j][e])::"memory");
-}
-// Waits until at most PENDING of this warpgroup's committed product groups are in flight
-// (groups complete in order).
-template <int PENDING> __device__ __forceinline__ void wg_wait_groups() {
-#if TILE_HAS_WGMMA
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
-#endif
-}
 
 // Issues S = Q K_n^T for the warpgroup's 64 rows (K-major operands from K stage n % STAGES) as one
 // committed group; S is not to be read before a wait (wg_wait_scores).
@@ -611,12 +518,6 @@ template <int PENDING, typename L> __device__ __forceinline__ void wg_wait_score
 template <typename L> struct p_operand {
     uint32_t a[L::BLOCK_N / 16][4];
 };
-template <int K> __device__ __forceinline__ void wg_fence_registers(uint32_t (&r)[K][4]) {
-#pragma unroll
-    for (int k = 0; k < K; k++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) asm volatile("" : "+r"(r[k][e])::"memory");
-}
 
 // Issues O += P V_n (P from registers, V N-major from V stage n % STAGES) as one committed group.
 template <typename L, typename T>

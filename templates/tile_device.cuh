@@ -730,3 +730,6 @@ __device__ __forceinline__ moments moments_update(moments acc, const frag<L> &t,
 }
 
 } // namespace tile
+
+// Grouped matmul's tiles (after the conversions above, which its epilogue uses).
+#include "tile_gemm.cuh"

@@ -1,0 +1,414 @@
+// Device primitives behind the tile language's grouped-matmul macros (templates/tile.m4,
+// "grouped matmul"): the persistent tile scheduler that walks the groups on the device, tile
+// copies into shared memory for both B layouts, and the tensor-core products of a C tile on
+// mma.sync (sm_80) and on warpgroup products (wgmma, sm_90a). kernels/grouped_matmul.tile
+// names only these tile operations.
+//
+// A program owns one BM x BN tile of C at a time. Its accumulator is spread over the warps in
+// the mma fragment layout (tile_matrix.cuh): warp w holds MF 16-row fragments by NT 8-column
+// tiles starting at (warp_row0(), warp_col0()).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "gemm_args.h"
+#include "tile_matrix.cuh"
+
+namespace tile {
+namespace gemm {
+
+// ------------------------------------------------------------------------------ layouts
+// mma.sync: WARPS_M x WARPS_N warps, each a (BM / WARPS_M) x (BN / WARPS_N) warp tile; K
+// steps of BK through STAGES shared buffers with rows padded by 16 bytes (the 8 rows of an
+// ldmatrix land on distinct banks). B's buffer is [BN][BK] (B K-major) or [BK][BN] (N-major).
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> struct mma_layout {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
+    static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, WARPS = WARPS_M * WARPS_N;
+    static constexpr int THREADS = WARPS * 32, PROGRAM_THREADS = THREADS;
+    static constexpr int AHEAD = STAGES - 1;       // k-tiles the copies run ahead
+    static constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+    static constexpr int MF = WTM / 16, NT = WTN / 8;
+    static constexpr int A_PITCH = BK + 8, BK_PITCH = BK + 8, BN_PITCH = BN + 8;
+    static constexpr int A_ELEMS = BM * A_PITCH, A_BYTES = A_ELEMS * 2;
+    static constexpr int B_ELEMS = BN * BK_PITCH > BK * BN_PITCH ? BN * BK_PITCH : BK * BN_PITCH;
+    static constexpr int STAGE_BYTES = (A_ELEMS + B_ELEMS) * 2;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+    static constexpr bool WGMMA = false;
+    __device__ static int warp_row0() { return (threadIdx.x / 32 / WARPS_N) * WTM; }
+    __device__ static int warp_col0() { return (threadIdx.x / 32 % WARPS_N) * WTN; }
+    static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "whole fragments");
+};
+
+// Warp-specialized wgmma: warpgroup 0 produces (one thread issues the tensor-memory-accelerator
+// copies of each k-tile, STAGES ahead, as consumers hand stages back through mbarriers);
+// warpgroups 1 and 2 consume, 64 rows of the 128 x BN tile each. The epilogue of one tile
+// overlaps the copies of the next.
+template <int BN_, int STAGES_> struct ws_layout {
+    static constexpr int BM = 128, BN = BN_, BK = 64, STAGES = STAGES_;
+    static constexpr int WARPS = 12, THREADS = 384, PROGRAM_THREADS = THREADS;
+    static constexpr int CONSUMER_WARPS = 8;
+    static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; // 128 * 40 + 256 * 232 <= 64K
+    static constexpr int MF = 1, NT = BN / 8;
+    static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
+    static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024; // + 1024-byte alignment slack
+    static constexpr bool WGMMA = true;
+    __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
+    __device__ static int warp_row0() { return (threadIdx.x / 32 - 4) * 16; }
+    __device__ static int warp_col0() { return 0; }
+    static_assert(STAGES >= 2 && BN % 64 == 0 && BN <= 256, "wgmma N of 64..256");
+};
+
+// ------------------------------------------------------------------------------ scheduler
+// The C tile a program works on: group, its rows [row0, row_end) and first column.
+struct tile_pos {
+    int32_t group;
+    int64_t row0, row_end;
+    int32_t col0;
+};
+
+// Tiles are numbered group by group; a program takes tiles blockIdx.x, + gridDim.x, ... and
+// keeps a cursor over the groups (tile numbers only grow, so the walk is done once per
+// program). Every thread computes the same cursor: no shared memory, no barrier.
+struct scheduler {
+    int64_t next;            // the tile this program takes next
+    int32_t group;           // cursor: group, its rows and its tiles [base, base + tiles)
+    int64_t start, end;
+    int64_t base, tiles;
+    int32_t n_tiles;         // BN-column tiles of C
+};
+
+template <typename L>
+__device__ __forceinline__ scheduler scheduler_init(const tile_gemm_kernel_args &a) {
+    scheduler s;
+    s.next = blockIdx.x;
+    s.group = -1;
+    s.start = s.end = 0;
+    s.base = s.tiles = 0;
+    s.n_tiles = (a.n + L::BN - 1) / L::BN;
+    return s;
+}
+
+// Moves the cursor to the group holding tile s.next, 32 groups a step (a lane each): group ends
+// are clamped into [previous end, total_m] (a running max), so any offsets are safe to read.
+// False when the tiles are exhausted.
+template <typename L>
+__device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_kernel_args &a) {
+    const unsigned all = 0xffffffffu;
+    const int lane = lane_id();
+    while (s.next >= s.base + s.tiles) {
+        if (s.group + 1 >= a.groups) return false;
+        s.base += s.tiles; // the window starts past the current group
+        s.tiles = 0;
+        const int32_t g = s.group + 1 + lane;
+        int64_t end = s.end;
+        if (g < a.groups) {
+            const int64_t o = __ldg(a.offsets + g);
+            end = o < 0 ? 0 : o > a.total_m ? a.total_m : o;
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int64_t e = __shfl_up_sync(all, end, d);
+            if (lane >= d && e > end) end = e;
+        }
+        if (s.end > end) end = s.end;
+        int64_t start = __shfl_up_sync(all, end, 1);
+        if (lane == 0) start = s.end;
+        const int64_t tiles = g < a.groups ? (end - start + L::BM - 1) / L::BM * s.n_tiles : 0;
+        int64_t upto = tiles; // inclusive prefix sum of the tiles
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int64_t u = __shfl_up_sync(all, upto, d);
+            if (lane >= d) upto += u;
+        }
+        const unsigned hit = __ballot_sync(all, g < a.groups && s.next < s.base + upto);
+        // the group holding the tile, or else the window's last group: the cursor moves past it
+        const int last = hit ? __ffs(hit) - 1 : (a.groups - 2 - s.group < 31 ? a.groups - 2 - s.group : 31);
+        s.base += __shfl_sync(all, hit ? upto - tiles : upto, last);
+        s.group = __shfl_sync(all, g, last);
+        s.start = __shfl_sync(all, start, last);
+        s.end = __shfl_sync(all, end, last);
+        s.tiles = hit ? __shfl_sync(all, tiles, last) : 0;
+    }
+    return true;
+}
+
+// Takes the next tile: false when there is none. Within a group, tiles run in bands of
+// BAND row tiles, column tile by column tile, so the programs running at once share rows of A
+// and columns of B in L2.
+template <typename L>
+__device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
+                                               tile_pos &pos) {
+    constexpr int64_t BAND = 8;
+    if (!scheduler_seek<L>(s, a)) return false;
+    const int64_t local = s.next - s.base;
+    const int64_t m_tiles = s.tiles / s.n_tiles;
+    const int64_t band = local / (BAND * s.n_tiles);
+    const int64_t rows = m_tiles - band * BAND < BAND ? m_tiles - band * BAND : BAND;
+    const int64_t r = local - band * BAND * s.n_tiles;
+    pos.group = s.group;
+    pos.row0 = s.start + (band * BAND + r % rows) * L::BM;
+    pos.row_end = s.end;
+    pos.col0 = (int32_t)(r / rows) * L::BN;
+    s.next += gridDim.x;
+    return true;
+}
+
+// ------------------------------------------------------------------------------ tiles
+template <typename L, typename T> struct smem_tiles {
+    unsigned char *base; // STAGES stages of [A tile | B tile]
+    __device__ T *a(int stage) const { return reinterpret_cast<T *>(base + stage * L::STAGE_BYTES); }
+    __device__ T *b(int stage) const {
+        return reinterpret_cast<T *>(base + stage * L::STAGE_BYTES +
+                                     L::A_BYTES);
+    }
+};
+template <typename L, typename T> __device__ __forceinline__ smem_tiles<L, T> shared_tiles() {
+    extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
+    uintptr_t base = (uintptr_t)tile_dynamic_smem;
+    if (L::WGMMA) base = (base + 1023) & ~(uintptr_t)1023; // swizzle atoms on 1024-byte boundaries
+    return smem_tiles<L, T>{reinterpret_cast<unsigned char *>(base)};
+}
+
+// Starts copying a ROWS x (CHUNKS * 8) tile of a row-major matrix (row stride ld) whose valid
+// part is rows < rows_valid, columns < cols_valid (counted from the tile's origin `src`), into
+// shared memory: padded rows of PITCH elements, or (PITCH == 0) the swizzled layout. Outside
+// the valid part it writes zeros.
+template <int ROWS, int CHUNKS, int PITCH, int THREADS, typename T>
+__device__ __forceinline__ void copy_tile(T *dst, const T *src, int64_t ld, int64_t rows_valid,
+                                          int64_t cols_valid) {
+    unsigned char *d = reinterpret_cast<unsigned char *>(dst);
+#pragma unroll
+    for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) {
+        const int r = i / CHUNKS, c = i % CHUNKS;
+        const int64_t left = cols_valid - c * 8;
+        const int bytes = r >= rows_valid || left <= 0 ? 0 : left >= 8 ? 16 : (int)left * 2;
+        const T *from = bytes ? src + r * ld + c * 8 : src;
+        const uint32_t at = PITCH ? (uint32_t)(r * PITCH + c * 8) * 2 : swizzled(ROWS, r, c);
+        copy16_partial(d + at, from, bytes);
+    }
+}
+
+// Starts the copies of k-tile kt of the tile at pos (A rows and B columns past the matrices,
+// and k past a.k, become zeros) into stage kt % STAGES.
+template <typename L, typename T>
+__device__ __forceinline__ void copy_k_tile(const smem_tiles<L, T> &t, const tile_gemm_kernel_args &a,
+                                            const tile_pos &pos, int32_t kt) {
+    const int stage = kt % L::STAGES;
+    const int64_t k0 = (int64_t)kt * L::BK;
+    copy_tile<L::BM, L::BK / 8, L::A_PITCH, L::THREADS>(
+        t.a(stage), (const T *)a.a + pos.row0 * a.lda + k0, a.lda, pos.row_end - pos.row0, a.k - k0);
+    const T *b = (const T *)a.b + pos.group * a.b_group;
+    if (a.b_kmajor)
+        copy_tile<L::BN, L::BK / 8, L::BK_PITCH, L::THREADS>(
+            t.b(stage), b + pos.col0 * a.b_ld + k0, a.b_ld, a.n - pos.col0, a.k - k0);
+    else
+        copy_tile<L::BK, L::BN / 8, L::BN_PITCH, L::THREADS>(
+            t.b(stage), b + k0 * a.b_ld + pos.col0, a.b_ld, a.k - k0, a.n - pos.col0);
+}
+
+// Waits until k-tile kt's copies landed (all but the AHEAD - 1 latest groups) and every warp is
+// done with the stage the next copies overwrite.
+template <typename L> __device__ __forceinline__ void copy_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(L::AHEAD - 1) : "memory");
+    __syncthreads();
+}
+
+// ------------------------------------------------------------------------------ products
+template <typename L> struct accumulator {
+    float d[L::MF][L::NT][4];
+};
+template <typename L> __device__ __forceinline__ void accumulator_zero(accumulator<L> &c) {
+#pragma unroll
+    for (int f = 0; f < L::MF; f++)
+#pragma unroll
+        for (int j = 0; j < L::NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) c.d[f][j][e] = 0.0f;
+}
+
+// mma.sync: acc += A_kt B_kt from stage kt % STAGES, every fragment of B read once per warp
+// feeding its MF row fragments.
+template <typename L, typename T, bool B_KMAJOR>
+__device__ __forceinline__ void mma_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int32_t kt) {
+    const int stage = kt % L::STAGES, l = lane_id();
+    const T *as = t.a(stage) + L::warp_row0() * L::A_PITCH;
+    const T *bs = t.b(stage);
+#pragma unroll
+    for (int kk = 0; kk < L::BK / 16; kk++) {
+        uint32_t af[L::MF][4];
+#pragma unroll
+        for (int f = 0; f < L::MF; f++)
+            ldmatrix_x4(af[f], as + (f * 16 + (l & 15)) * L::A_PITCH + kk * 16 + (l >> 4) * 8);
+#pragma unroll
+        for (int jp = 0; jp < L::NT / 2; jp++) {
+            const int n = L::warp_col0() + jp * 16;
+            uint32_t b[4];
+            if (B_KMAJOR) // [BN][BK]: rows are columns of B
+                ldmatrix_x4(b, bs + (n + (l & 7) + (l >> 4) * 8) * L::BK_PITCH + kk * 16 + ((l >> 3) & 1) * 8);
+            else          // [BK][BN]: transposed on the way to registers
+                ldmatrix_x4_trans(b, bs + (kk * 16 + (l & 7) + ((l >> 3) & 1) * 8) * L::BN_PITCH + n + (l >> 4) * 8);
+#pragma unroll
+            for (int f = 0; f < L::MF; f++) {
+                mma_type<T>::mma(c.d[f][2 * jp], af[f], b[0], b[1]);
+                mma_type<T>::mma(c.d[f][2 * jp + 1], af[f], b[2], b[3]);
+            }
+        }
+    }
+}
+
+// wgmma: issues acc += A_kt B_kt for the warpgroup's 64 rows as one committed group (B K-major
+// or N-major through the descriptor's transpose bit), from stage `stage`.
+template <typename L, typename T, bool B_KMAJOR>
+__device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage) {
+#if TILE_HAS_WGMMA
+    const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + L::consumer_wg() * 64 * 128;
+    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage));
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < L::BK / 16; kk++) {
+        const uint64_t da = wg_desc(as + kk * 32, 16, 1024);
+        if (B_KMAJOR) // [BN rows][64 k], like A
+            wgmma_op<T, L::BN>::template ss<0>(&c.d[0][0][0], da, wg_desc(bs + kk * 32, 16, 1024), 1);
+        else          // [64 k rows][BN] in 64-column blocks of 64 rows each
+            wgmma_op<T, L::BN>::template ss<1>(&c.d[0][0][0], da,
+                                               wg_desc(bs + kk * 16 * 128, L::BK * 128, 1024), 1);
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+    (void)c, (void)t, (void)stage;
+    __trap(); // wgmma variants are registered for sm_90 only
+#endif
+}
+
+template <typename L, typename T>
+__device__ __forceinline__ void product_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t,
+                                               int32_t kt, bool b_kmajor) {
+    if (b_kmajor) mma_k_tile<L, T, true>(c, t, kt);
+    else mma_k_tile<L, T, false>(c, t, kt);
+}
+
+// Waits for the products still in flight (wgmma): the accumulator is final.
+template <typename L> __device__ __forceinline__ void products_finish(accumulator<L> &c) {
+    wg_wait_groups<0>();
+#pragma unroll
+    for (int f = 0; f < L::MF; f++) wg_fence_operands(c.d[f]);
+}
+
+// ------------------------------------------------------------------------------ pipeline
+// The warp-specialized variants' stage ring: full[s] completes when stage s's copies landed
+// (the producer's one arrival with the byte count), empty[s] when every consumer warp is done
+// reading it. A stage's uses alternate phase parity; the producer's first wait on each empty
+// barrier passes at once (parity 1 of a fresh barrier counts as complete).
+template <typename L> struct pipeline {
+    uint64_t *full, *empty;
+    int stage;
+    uint32_t phase;
+    __device__ void advance() {
+        if (++stage == L::STAGES) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+};
+// Collective, once per program: the barriers, initialized and visible to every thread.
+template <typename L> __device__ __forceinline__ pipeline<L> pipeline_start() {
+    __shared__ __align__(8) uint64_t barriers[2 * L::STAGES];
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < L::STAGES; s++) {
+            mbarrier_init(&barriers[s], 1);
+            mbarrier_init(&barriers[L::STAGES + s], L::CONSUMER_WARPS);
+        }
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+    return pipeline<L>{barriers, barriers + L::STAGES, 0, 0};
+}
+template <typename L> __device__ __forceinline__ bool is_producer() { return threadIdx.x < 128; }
+
+// Producer (one warp, whose lane 0 issues): waits for the next stage to be free, then copies
+// k-tile kt of the tile at pos into it by tensor map (zeros outside the tensors; rows of the
+// next group that a box reaches are loaded but never stored).
+template <typename L> __device__ __forceinline__ bool is_producer_warp() { return threadIdx.x < 32; }
+template <typename L, typename T>
+__device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<L, T> &t,
+                                               const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                               int32_t kt) {
+    mbarrier_wait(&p.empty[p.stage], p.phase ^ 1);
+    if (lane_id() != 0) {
+        p.advance();
+        return;
+    }
+    uint64_t *full = &p.full[p.stage];
+    mbarrier_expect_bytes(full, L::STAGE_BYTES);
+    const int32_t k0 = kt * L::BK;
+    tma_load_2d(t.a(p.stage), &a.a_map, k0, (int32_t)pos.row0, full);
+    if (a.b_kmajor) {
+        tma_load_3d(t.b(p.stage), &a.b_map, k0, pos.col0, pos.group, full);
+    } else {
+#pragma unroll
+        for (int j = 0; j < L::BN / 64; j++) // 64-column blocks of 64 k-rows
+            tma_load_3d(reinterpret_cast<unsigned char *>(t.b(p.stage)) + j * 64 * 128, &a.b_map,
+                        pos.col0 + 64 * j, k0, pos.group, full);
+    }
+    p.advance();
+}
+
+// Consumers: wait for the next stage's copies, issue acc += A B from it, wait for the previous
+// product and hand its stage back (`held` is that stage, -1 for none).
+template <typename L, typename T>
+__device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c,
+                                               const smem_tiles<L, T> &t, bool b_kmajor, int &held) {
+    mbarrier_wait(&p.full[p.stage], p.phase);
+    if (b_kmajor) wg_k_tile<L, T, true>(c, t, p.stage);
+    else wg_k_tile<L, T, false>(c, t, p.stage);
+    wg_wait_groups<1>();
+    if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
+    held = p.stage;
+    p.advance();
+}
+// Consumers, after a tile's last k-tile: the accumulator is final; its stage goes back.
+template <typename L>
+__device__ __forceinline__ void consume_finish(pipeline<L> &p, accumulator<L> &c, int &held) {
+    products_finish<L>(c);
+    if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
+    held = -1;
+}
+
+// C[pos] = acc (+ bias of the group), rounded to T: two columns a store, rows past the group
+// and columns past n skipped.
+template <typename L, typename T>
+__device__ __forceinline__ void store_tile(const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                           const accumulator<L> &c) {
+    const int l = lane_id(), g = l >> 2, q = l & 3;
+    const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
+    T *out = (T *)a.c;
+#pragma unroll
+    for (int j = 0; j < L::NT; j++) {
+        const int32_t col = pos.col0 + L::warp_col0() + j * 8 + 2 * q;
+        if (col >= a.n) continue;
+        const bool pair = col + 1 < a.n;
+        float b0 = 0.0f, b1 = 0.0f;
+        if (bias) {
+            b0 = to_float(bias[col]);
+            if (pair) b1 = to_float(bias[col + 1]);
+        }
+#pragma unroll
+        for (int f = 0; f < L::MF; f++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int64_t row = pos.row0 + L::warp_row0() + f * 16 + g + r * 8;
+                if (row >= pos.row_end) continue;
+                T *p = out + row * a.ldc + col;
+                const float v0 = c.d[f][j][2 * r] + b0, v1 = c.d[f][j][2 * r + 1] + b1;
+                if (pair) *reinterpret_cast<uint32_t *>(p) = mma_type<T>::pack(v0, v1);
+                else *p = from_float<T>(v0);
+            }
+    }
+}
+
+} // namespace gemm
+} // namespace tile

@@ -1,0 +1,220 @@
+// Matrix machinery shared by the tensor-core kernels (attention, grouped matmul): mma.sync
+// fragments and ldmatrix (sm_80), asynchronous 16-byte copies with zero fill, and Hopper's
+// warpgroup products (wgmma) over 128-byte-swizzled shared tiles read through descriptors.
+// Kernels reach these through their tile headers (tile_attention.cuh, tile_gemm.cuh); the
+// fragment layout: in each 16-row mma fragment, lane = 4 * g + t holds rows g and g + 8,
+// columns 8 * j + 2 * t and + 1 of every 8-column tile j (wgmma accumulators likewise, warp w
+// of a warpgroup owning its rows 16w..16w+15).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace tile {
+
+__device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
+
+// ------------------------------------------------------------------------------ mma.sync (sm_80)
+template <typename T> struct mma_type;
+template <> struct mma_type<__nv_bfloat16> {
+    __device__ static uint32_t pack(float lo, float hi) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    __device__ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct mma_type<__half> {
+    __device__ static uint32_t pack(float lo, float hi) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    __device__ static void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *smem) {
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// ------------------------------------------------------------------------------ copies
+// 16 bytes global -> shared without registers, of which the first `bytes` are read and the
+// rest written as zeros (tile edges: rows past a matrix, columns past its width), so padded
+// lanes hold 0 and never NaN.
+__device__ __forceinline__ void copy16_partial(void *smem, const void *global, int bytes) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(global), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void copy16(void *smem, const void *global, bool valid) {
+    copy16_partial(smem, global, valid ? 16 : 0);
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits for this thread's copies but the PENDING most recent groups, makes them visible to
+// the tensor cores' (async) proxy, then waits for the program: the tiles the next products
+// read are whole and every warp is done with the stages the next copies overwrite.
+template <int PENDING> __device__ __forceinline__ void wg_copy_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.wait_group %0;\n\tfence.proxy.async.shared::cta;" ::"n"(PENDING) : "memory");
+#else
+    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); // never runs: sm_90 only
+#endif
+    __syncthreads();
+}
+
+// ------------------------------------------------------------------------------ wgmma (sm_90a)
+template <typename T, int N> struct wgmma_op;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TILE_HAS_WGMMA 1
+#include "wgmma_ops.inc"
+#else
+#define TILE_HAS_WGMMA 0
+#endif
+
+// Swizzled tiles: rows of 64 two-byte columns (128 bytes) in 8-row atoms whose 16-byte chunks are
+// XOR-permuted by row; a wider tile is a sequence of 64-column blocks of `rows` rows each.
+// Byte offset of 16-byte chunk c (of the row's) of row r in a swizzled tile of `rows` rows.
+__device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
+    return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// Matrix descriptor of a swizzled tile at `p`: 128-byte swizzle; lbo and sbo in bytes.
+__device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_t sbo) {
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+           (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+// Keeps the compiler from moving reads or writes of wgmma accumulators across the asynchronous
+// products (they are in flight between issue and wait).
+template <int N> __device__ __forceinline__ void wg_fence_operands(float (&d)[N][4]) {
+#pragma unroll
+    for (int j = 0; j < N; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[j][e])::"memory");
+}
+// Waits until at most PENDING of this warpgroup's committed product groups are in flight
+// (groups complete in order).
+template <int PENDING> __device__ __forceinline__ void wg_wait_groups() {
+#if TILE_HAS_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
+#endif
+}
+
+// Keeps the compiler from moving writes of operand registers of an in-flight product.
+template <int K> __device__ __forceinline__ void wg_fence_registers(uint32_t (&r)[K][4]) {
+#pragma unroll
+    for (int k = 0; k < K; k++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+r"(r[k][e])::"memory");
+}
+
+// ------------------------------------------------------------------------------ barriers, TMA
+// mbarriers (sm_90): a producer's copies complete a phase with their byte count; consumers
+// arrive to hand a buffer back. Waits spin on the phase parity.
+__device__ __forceinline__ void mbarrier_init(uint64_t *bar, uint32_t arrivals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(bar)),
+                 "r"(arrivals)
+                 : "memory");
+#else
+    (void)bar, (void)arrivals;
+#endif
+}
+// Makes initialized barriers visible to the copy engine and the other threads (then a barrier).
+__device__ __forceinline__ void mbarrier_init_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbarrier_wait(uint64_t *bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(bar);
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(addr), "r"(parity)
+                     : "memory");
+    } while (!done);
+#else
+    (void)bar, (void)parity;
+#endif
+}
+__device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"((uint32_t)__cvta_generic_to_shared(bar))
+                 : "memory");
+#else
+    (void)bar;
+#endif
+}
+// One arrival that also announces `bytes` of copies completing on the barrier's phase.
+__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t *bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     (uint32_t)__cvta_generic_to_shared(bar)),
+                 "r"(bytes)
+                 : "memory");
+#else
+    (void)bar, (void)bytes;
+#endif
+}
+// Tensor-memory-accelerator copies of a box of a tensor map (its coordinates innermost first)
+// into shared memory, completing on `bar`; parts of the box outside the tensor read as zeros.
+__device__ __forceinline__ void tma_load_2d(void *smem, const void *map, int32_t c0, int32_t c1, uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];" ::"r"((uint32_t)__cvta_generic_to_shared(smem)),
+                 "l"(map), "r"(c0), "r"(c1), "r"((uint32_t)__cvta_generic_to_shared(bar))
+                 : "memory");
+#else
+    (void)smem, (void)map, (void)c0, (void)c1, (void)bar;
+#endif
+}
+__device__ __forceinline__ void tma_load_3d(void *smem, const void *map, int32_t c0, int32_t c1,
+                                            int32_t c2, uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4}], [%5];" ::"r"((uint32_t)__cvta_generic_to_shared(smem)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"((uint32_t)__cvta_generic_to_shared(bar))
+                 : "memory");
+#else
+    (void)smem, (void)map, (void)c0, (void)c1, (void)c2, (void)bar;
+#endif
+}
+// Warpgroup register budgets (sm_90a): a producer warpgroup gives registers back so the
+// consumers' accumulators fit. Every thread of the warpgroup executes it.
+template <int REGS> __device__ __forceinline__ void warpgroup_registers_release() {
+#if TILE_HAS_WGMMA
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+#endif
+}
+template <int REGS> __device__ __forceinline__ void warpgroup_registers_claim() {
+#if TILE_HAS_WGMMA
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+#endif
+}
+
+} // namespace tile
