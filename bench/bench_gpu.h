@@ -98,6 +98,25 @@ int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t ke
                                   int64_t ld_v, const void *o, const char *label,
                                   double *max_err);
 
+/* Group ends of a skewed mixture-of-experts routing (support_skewed_group_ends): rows split over
+ * groups in Dirichlet(alpha) proportions drawn from seed; ends[groups], cumulative. */
+void bench_skewed_group_ends(int32_t groups, int64_t rows, double alpha, uint64_t seed,
+                             int32_t *ends);
+
+/* One row of a grouped matmul to check, on `ncols` columns spread evenly over 0 .. n - 1 (the
+ * first and last included; every column when ncols >= n): a_row is that row of A (k elements),
+ * b_group its group's B, element (kk, nn) at b_k_stride * kk + b_n_stride * nn, bias_row its
+ * group's bias (n elements) or NULL, c_row the row as the GPU wrote it (n elements); all in
+ * dtype storage. It passes when the largest error against the float64 reference is within
+ * support_grouped_matmul_allowed (twice that of an fp32-accumulated reference rounded to dtype,
+ * plus slack; NaN never passes). Prints a failure under `label`; returns 1 when it fails, else
+ * 0; *max_err and *max_err_lp (either may be NULL) get the two errors. */
+int64_t bench_check_grouped_matmul_row(tile_dtype dtype, int64_t k, int64_t n, const void *a_row,
+                                       const void *b_group, int64_t b_k_stride,
+                                       int64_t b_n_stride, const void *bias_row,
+                                       const void *c_row, int64_t ncols, const char *label,
+                                       double *max_err, double *max_err_lp);
+
 #ifdef __cplusplus
 }
 
