@@ -198,16 +198,9 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     if (s != TILE_STATUS_SUCCESS) return s;
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
-    if (forced && (s = tile_check_variant_index(fn, variant, attention_op, a.dtype))) return s;
-    const tile_device *device;
-    if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = problem_of(&a, al.bytes);
-    p.arch = device->arch;
-    p.sm_count = device->sm_count;
-    p.smem_limit = device->smem_limit;
-    if (forced) s = tile_check_variant(fn, variant, &p);
-    else s = tile_dispatch_cached(&p, &variant);
-    if (s != TILE_STATUS_SUCCESS) return tile_name_misaligned(fn, s, &al);
+    const tile_device *device;
+    if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
     return launch(device, variant, &a, stream);
 }
 

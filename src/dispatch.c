@@ -330,6 +330,18 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                      fn, v->name, (long long)v->max_cols, (long long)p->cols);
 }
 
+tile_status tile_choose_variant(const char *fn, int forced, int32_t *variant, tile_problem *p,
+                                const tile_alignment *al, const tile_device **device) {
+    tile_status s;
+    if (forced && (s = tile_check_variant_index(fn, *variant, p->op, p->dtype))) return s;
+    if ((s = tile_current_device(device)) != TILE_STATUS_SUCCESS) return s;
+    p->arch = (*device)->arch;
+    p->sm_count = (*device)->sm_count;
+    p->smem_limit = (*device)->smem_limit;
+    s = forced ? tile_check_variant(fn, *variant, p) : tile_dispatch_cached(p, variant);
+    return al ? tile_name_misaligned(fn, s, al) : s;
+}
+
 tile_status tile_check_decision(const char *fn, const tile_decision *decision) {
     if (!decision) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: decision is NULL", fn);
     if (decision->struct_size < TILE_DECISION_V1_SIZE)

@@ -154,6 +154,14 @@ tile_status tile_check_variant_index(const char *fn, int32_t variant, const char
  * memory, alignment, shape). */
 tile_status tile_check_variant(const char *fn, int32_t variant, const tile_problem *p);
 
+/* The variant an op's launch runs for p (op, dtype, rows, cols, align and features set): with
+ * `forced`, *variant itself once tile_check_variant_index passes (before the device is
+ * needed), else dispatch's pick; in between, the current device, whose arch, SM count and
+ * shared-memory limit complete p. A MISALIGNED names al's least aligned argument (al may be
+ * NULL). */
+tile_status tile_choose_variant(const char *fn, int forced, int32_t *variant, tile_problem *p,
+                                const tile_alignment *al, const tile_device **device);
+
 /* INVALID_ARGUMENT unless decision is not NULL and its struct_size holds version 1. */
 tile_status tile_check_decision(const char *fn, const tile_decision *decision);
 /* Dispatches p (op, dtype, rows, cols, align and features set) for `arch` (0: the current
