@@ -53,6 +53,10 @@ int32_t tile_arch_smem_limit(int32_t arch);
 /* Whether variant v can run problem p; if not, *why says which predicate failed. */
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why);
 
+/* The heuristic's cost of running p on variant v (lower is better; v eligible for p), what
+ * dispatch compares where no tuned entry applies. */
+double tile_heuristic_cost(const tile_variant *v, const tile_problem *p);
+
 /* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
  * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);
