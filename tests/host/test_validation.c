@@ -85,6 +85,7 @@ typedef struct bad_call {
 #define BF16 TILE_DTYPE_BF16
 #define INV TILE_STATUS_INVALID_ARGUMENT
 #define MIS TILE_STATUS_MISALIGNED
+#define NSUP TILE_STATUS_NOT_SUPPORTED
 
 static const bad_call bad_calls[] = {
     {"NULL y", F32, -1, 0, 0, 4, 8, 8, 8, INV, "y is NULL"},
@@ -793,16 +794,20 @@ static void assert_buffers_untouched(const buffer_set *set) {
 }
 
 /* An op whose entry points take a versioned args struct (attention, grouped matmul): entry
- * point e (0 .. entry_count - 1, bit 1 << e of an `entries` mask) called on args, and the
+ * point e (0 .. ARGS_ENTRIES - 1, bit 1 << e of an `entries` mask) called on args, and the
  * buffers its args point into. */
 typedef struct args_op {
-    int entry_count;
-    const char *const *entry_names;
+    const char *op;                 /* its registry op */
+    const char *const *entry_names; /* run, variant, explain */
     tile_status (*call)(int entry, const void *args);
+    tile_status (*variant)(int32_t variant, const void *args);
+    tile_status (*explain)(const void *args, int32_t arch, tile_decision *decision);
     const buffer_set *buffers;
     size_t args_size;
     int *calls; /* invalid calls made, for docs/reliability.md */
 } args_op;
+
+#define ARGS_ENTRIES 3 /* run, variant, explain: bits 1, 2, 4 of an `entries` mask */
 
 /* Runs args through every entry point in `entries`: each must return `status`, name itself and
  * `message` in tile_last_error(), and leave every buffer and the args as they were. */
@@ -810,7 +815,7 @@ static void args_expect(const args_op *op, int line, const char *what, int entri
                         const void *args, tile_status status, const char *message) {
     unsigned char copy[1024];
     assert_true(op->args_size <= sizeof copy);
-    for (int e = 0; e < op->entry_count; e++) {
+    for (int e = 0; e < ARGS_ENTRIES; e++) {
         if (!(entries & (1 << e))) continue;
         poison_buffers(op->buffers);
         memcpy(copy, args, op->args_size);
@@ -863,6 +868,75 @@ static void check_args_init(const char *fn, tile_status (*init)(void *args, size
     }
 }
 
+/* What the entry points of every args op share, on `valid` args (BF16; never run) and
+ * `broken` ones (valid but for what `broken_message` names): NULL args and struct_size below
+ * version 1's (`last_field`, the offset of its last field, among others) through all three;
+ * explain's decision checked first and never written, then its arch; the variant index's range,
+ * then its op and dtype (`other`: variants of other ops or dtypes), both before the device. */
+static void check_args_entry_points(const args_op *op, const void *valid, const void *broken,
+                                    const char *broken_message, size_t last_field, int32_t arch,
+                                    const int32_t other[3]) {
+    char text[128];
+    for (int e = 0; e < ARGS_ENTRIES; e++) {
+        poison_buffers(op->buffers);
+        assert_int_equal(op->call(e, NULL), INV);
+        snprintf(text, sizeof text, "%s: args is NULL", op->entry_names[e]);
+        assert_message(text);
+        (*op->calls)++;
+    }
+    _Alignas(256) unsigned char args[1024];
+    assert_true(op->args_size <= sizeof args);
+    const size_t sizes[] = {0, 1, sizeof(size_t), last_field, op->args_size - 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        memcpy(args, valid, op->args_size);
+        memcpy(args, &sizes[i], sizeof sizes[i]); /* struct_size comes first */
+        snprintf(text, sizeof text, "struct_size is %zu", sizes[i]);
+        args_expect(op, __LINE__, text, (1 << ARGS_ENTRIES) - 1, args, INV, text);
+    }
+    tile_decision d;
+    memset(&d, 0x5a, sizeof d);
+    d.struct_size = sizeof d;
+    const tile_decision dcopy = d;
+    const char *const explain_name = op->entry_names[2];
+    assert_int_equal(op->explain(valid, arch, NULL), INV);
+    snprintf(text, sizeof text, "%s: decision is NULL", explain_name);
+    assert_message(text);
+    d.struct_size = 0;
+    assert_int_equal(op->explain(valid, arch, &d), INV);
+    assert_message("decision->struct_size is 0");
+    d.struct_size = sizeof d - 1;
+    assert_int_equal(op->explain(broken, arch, &d), INV);
+    assert_message("decision->struct_size");
+    d.struct_size = sizeof d;
+    assert_int_equal(op->explain(broken, arch, &d), INV);
+    assert_message(broken_message);
+    assert_int_equal(op->explain(valid, 5, &d), INV);
+    snprintf(text, sizeof text, "%s: arch is 5", explain_name);
+    assert_message(text);
+    assert_int_equal(op->explain(valid, -90, &d), INV);
+    assert_message("arch is -90");
+    *op->calls += 6;
+    assert_int_equal(memcmp(&d, &dcopy, sizeof d), 0);
+    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
+                           INT32_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(op->variant(bad[i], valid), INV);
+        snprintf(text, sizeof text, "%s: variant %d", op->entry_names[1], bad[i]);
+        assert_message(text);
+        (*op->calls)++;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(other[i] >= 0);
+        assert_int_equal(op->variant(other[i], valid), NSUP);
+        snprintf(text, sizeof text, "%s: variant", op->entry_names[1]);
+        assert_message(text);
+        snprintf(text, sizeof text, "not %s bf16", op->op);
+        assert_message(text);
+        (*op->calls)++;
+    }
+    assert_buffers_untouched(op->buffers);
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /* The attention operands: host buffers, patterned, never to be read or written. */
@@ -893,10 +967,9 @@ enum {
     A_RUN = 1 << 0, /* tile_flash_attention */
     A_VAR = 1 << 1, /* tile_flash_attention_variant of an attention variant of the dtype */
     A_EXP = 1 << 2, /* tile_flash_attention_explain(args, 80, decision) */
-    A_COUNT = 3,
-    A_ALL = (1 << A_COUNT) - 1,
+    A_ALL = (1 << ARGS_ENTRIES) - 1,
 };
-static const char *const attn_entry_names[A_COUNT] = {
+static const char *const attn_entry_names[ARGS_ENTRIES] = {
     "tile_flash_attention", "tile_flash_attention_variant", "tile_flash_attention_explain"};
 
 /* A valid call: bf16, BSHD, 2 sequences of 8 queries and 8 keys, 2 query heads over one
@@ -944,7 +1017,15 @@ static tile_status attn_call(int e, const void *args) {
 
 static int attn_calls; /* invalid attention calls made, for docs/reliability.md */
 
-static const args_op attn_op = {A_COUNT,      attn_entry_names, attn_call, &attn_buffers,
+static tile_status attn_variant(int32_t variant, const void *args) {
+    return tile_flash_attention_variant(variant, args, NULL);
+}
+static tile_status attn_explain(const void *args, int32_t arch, tile_decision *decision) {
+    return tile_flash_attention_explain(args, arch, decision);
+}
+
+static const args_op attn_op = {"attention",    attn_entry_names, attn_call,
+                                attn_variant,   attn_explain,     &attn_buffers,
                                 sizeof(tile_flash_attention_args), &attn_calls};
 
 static void attn_expect(int line, const char *what, int entries,
@@ -962,7 +1043,6 @@ static void attn_expect(int line, const char *what, int entries,
         attn_expect(__LINE__, #__VA_ARGS__, entries, &a, status, message);                        \
     } while (0)
 
-#define NSUP TILE_STATUS_NOT_SUPPORTED
 #define T31 ((int64_t)1 << 31)
 /* The largest q_batch_stride of the base case whose last element ends within INT64_MAX bytes:
  * 32 + stride + 7 * 64 + 32 elements of 2 bytes. */
@@ -1144,67 +1224,12 @@ static void test_attention_tensors(void **state) {
 /* args itself, the decision, the variant index, and the order of the checks. */
 static void test_attention_entry_points(void **state) {
     (void)state;
-    tile_decision d;
-    memset(&d, 0x5a, sizeof d);
-    d.struct_size = sizeof d;
-    const tile_decision dcopy = d;
-    const int32_t v = first_variant_of("attention", BF16);
-    setup_attn(NULL);
-    assert_int_equal(tile_flash_attention(NULL, NULL), INV);
-    assert_message("tile_flash_attention: args is NULL");
-    assert_int_equal(tile_flash_attention_variant(v, NULL, NULL), INV);
-    assert_message("tile_flash_attention_variant: args is NULL");
-    assert_int_equal(tile_flash_attention_explain(NULL, 80, &d), INV);
-    assert_message("tile_flash_attention_explain: args is NULL");
-    attn_calls += 3;
-    const size_t sizes[] = {0, 1, sizeof(size_t), offsetof(tile_flash_attention_args, lse),
-                            sizeof(tile_flash_attention_args) - 1};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        char text[64];
-        snprintf(text, sizeof text, "struct_size is %zu", sizes[i]);
-        ATTN_CASE(A_ALL, INV, text, a.struct_size = sizes[i]);
-    }
-    /* explain: the decision is checked first, and never written by a failure */
-    tile_flash_attention_args a = attn_base();
-    assert_int_equal(tile_flash_attention_explain(&a, 80, NULL), INV);
-    assert_message("tile_flash_attention_explain: decision is NULL");
-    d.struct_size = 0;
-    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
-    assert_message("decision->struct_size is 0");
-    d.struct_size = sizeof d - 1;
-    a.q = NULL;
-    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
-    assert_message("decision->struct_size");
-    d.struct_size = sizeof d;
-    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
-    assert_message("q is NULL");
-    a = attn_base();
-    assert_int_equal(tile_flash_attention_explain(&a, 5, &d), INV);
-    assert_message("tile_flash_attention_explain: arch is 5");
-    assert_int_equal(tile_flash_attention_explain(&a, -90, &d), INV);
-    assert_message("arch is -90");
-    attn_calls += 6;
-    assert_int_equal(memcmp(&d, &dcopy, sizeof d), 0);
-    /* the variant index: range, then op and dtype, all after the arguments and before the
-     * device */
-    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
-                           INT32_MIN};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(tile_flash_attention_variant(bad[i], &a, NULL), INV);
-        char text[64];
-        snprintf(text, sizeof text, "tile_flash_attention_variant: variant %d", bad[i]);
-        assert_message(text);
-        attn_calls++;
-    }
-    const int32_t other[] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
-                             first_variant_of("attention", F16)};
-    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
-        assert_true(other[i] >= 0);
-        assert_int_equal(tile_flash_attention_variant(other[i], &a, NULL), NSUP);
-        assert_message("tile_flash_attention_variant: variant");
-        assert_message("not attention bf16");
-        attn_calls++;
-    }
+    tile_flash_attention_args a = attn_base(), broken = attn_base();
+    broken.q = NULL;
+    const int32_t other[3] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
+                              first_variant_of("attention", F16)};
+    check_args_entry_points(&attn_op, &a, &broken, "q is NULL",
+                            offsetof(tile_flash_attention_args, lse), 80, other);
     a.head_dim = 12;
     assert_int_equal(tile_flash_attention_variant(-1, &a, NULL), NSUP);
     assert_message("head_dim 12");
@@ -1282,10 +1307,9 @@ enum {
     G_RUN = 1 << 0, /* tile_grouped_matmul */
     G_VAR = 1 << 1, /* tile_grouped_matmul_variant of a grouped_matmul variant (or -1: none yet) */
     G_EXP = 1 << 2, /* tile_grouped_matmul_explain(args, 90, decision) */
-    G_COUNT = 3,
-    G_ALL = (1 << G_COUNT) - 1,
+    G_ALL = (1 << ARGS_ENTRIES) - 1,
 };
-static const char *const gmm_entry_names[G_COUNT] = {
+static const char *const gmm_entry_names[ARGS_ENTRIES] = {
     "tile_grouped_matmul", "tile_grouped_matmul_variant", "tile_grouped_matmul_explain"};
 
 /* A valid call: bf16, 2 groups over 16 rows, n 32, k 16, B stored [groups, k, n], with a bias;
@@ -1331,7 +1355,15 @@ static tile_status gmm_call(int e, const void *args) {
 
 static int gmm_calls; /* invalid grouped matmul calls made, for docs/reliability.md */
 
-static const args_op gmm_op = {G_COUNT,      gmm_entry_names, gmm_call, &gmm_buffers,
+static tile_status gmm_variant(int32_t variant, const void *args) {
+    return tile_grouped_matmul_variant(variant, args, NULL);
+}
+static tile_status gmm_explain(const void *args, int32_t arch, tile_decision *decision) {
+    return tile_grouped_matmul_explain(args, arch, decision);
+}
+
+static const args_op gmm_op = {"grouped_matmul", gmm_entry_names, gmm_call,
+                               gmm_variant,      gmm_explain,     &gmm_buffers,
                                sizeof(tile_grouped_matmul_args), &gmm_calls};
 
 /* GMM_CASE(entries, status, message, changes...): the base case with `changes` (statements on
@@ -1537,67 +1569,12 @@ static void test_grouped_matmul_tensors(void **state) {
 /* args itself, the decision, the variant index, and the order of the checks. */
 static void test_grouped_matmul_entry_points(void **state) {
     (void)state;
-    tile_decision d;
-    memset(&d, 0x5a, sizeof d);
-    d.struct_size = sizeof d;
-    const tile_decision dcopy = d;
-    const int32_t v = first_variant_of("grouped_matmul", BF16);
-    setup_gmm(NULL);
-    assert_int_equal(tile_grouped_matmul(NULL, NULL), INV);
-    assert_message("tile_grouped_matmul: args is NULL");
-    assert_int_equal(tile_grouped_matmul_variant(v, NULL, NULL), INV);
-    assert_message("tile_grouped_matmul_variant: args is NULL");
-    assert_int_equal(tile_grouped_matmul_explain(NULL, 90, &d), INV);
-    assert_message("tile_grouped_matmul_explain: args is NULL");
-    gmm_calls += 3;
-    const size_t sizes[] = {0, 1, sizeof(size_t), offsetof(tile_grouped_matmul_args, offsets),
-                            sizeof(tile_grouped_matmul_args) - 1};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        char text[64];
-        snprintf(text, sizeof text, "struct_size is %zu", sizes[i]);
-        GMM_CASE(G_ALL, INV, text, a.struct_size = sizes[i]);
-    }
-    /* explain: the decision is checked first, and never written by a failure */
-    tile_grouped_matmul_args a = gmm_base();
-    assert_int_equal(tile_grouped_matmul_explain(&a, 90, NULL), INV);
-    assert_message("tile_grouped_matmul_explain: decision is NULL");
-    d.struct_size = 0;
-    assert_int_equal(tile_grouped_matmul_explain(&a, 90, &d), INV);
-    assert_message("decision->struct_size is 0");
-    d.struct_size = sizeof d - 1;
-    a.a = NULL;
-    assert_int_equal(tile_grouped_matmul_explain(&a, 90, &d), INV);
-    assert_message("decision->struct_size");
-    d.struct_size = sizeof d;
-    assert_int_equal(tile_grouped_matmul_explain(&a, 90, &d), INV);
-    assert_message(": a is NULL");
-    a = gmm_base();
-    assert_int_equal(tile_grouped_matmul_explain(&a, 5, &d), INV);
-    assert_message("tile_grouped_matmul_explain: arch is 5");
-    assert_int_equal(tile_grouped_matmul_explain(&a, -90, &d), INV);
-    assert_message("arch is -90");
-    gmm_calls += 6;
-    assert_int_equal(memcmp(&d, &dcopy, sizeof d), 0);
-    /* the variant index: range, then op and dtype, all after the arguments and before the
-     * device */
-    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
-                           INT32_MIN};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(tile_grouped_matmul_variant(bad[i], &a, NULL), INV);
-        char text[64];
-        snprintf(text, sizeof text, "tile_grouped_matmul_variant: variant %d", bad[i]);
-        assert_message(text);
-        gmm_calls++;
-    }
-    const int32_t other[] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
-                             first_variant_of("attention", BF16)};
-    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
-        assert_true(other[i] >= 0);
-        assert_int_equal(tile_grouped_matmul_variant(other[i], &a, NULL), NSUP);
-        assert_message("tile_grouped_matmul_variant: variant");
-        assert_message("not grouped_matmul bf16");
-        gmm_calls++;
-    }
+    tile_grouped_matmul_args a = gmm_base(), broken = gmm_base();
+    broken.a = NULL;
+    const int32_t other[3] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
+                              first_variant_of("attention", BF16)};
+    check_args_entry_points(&gmm_op, &a, &broken, ": a is NULL",
+                            offsetof(tile_grouped_matmul_args, offsets), 90, other);
     a.n = 0;
     assert_int_equal(tile_grouped_matmul_variant(-1, &a, NULL), INV);
     assert_message("n is 0");
