@@ -226,39 +226,22 @@ void bm_attention(benchmark::State &state, tile_dtype dtype, AttnShape shape, bo
     for (int k = 0; k < b.copies; k++) args.push_back(make_args(causal, k));
 
     std::string label;
-    if (g.forced >= 0) {
-        label = g.forced_name;
-    } else {
-        tile_decision d{};
-        d.struct_size = sizeof d;
-        const tile_status s = tile_flash_attention_explain(&args[0], 0, &d);
-        if (s != TILE_STATUS_SUCCESS) {
-            g.failed = true;
-            const std::string msg = "tile_flash_attention_explain: " + bench_status_message(s);
-            state.SkipWithError(msg.c_str());
-            return;
-        }
-        label = bench_variant_name(d.variant);
-    }
-
+    auto explain = [&args](tile_decision *d) {
+        return tile_flash_attention_explain(&args[0], 0, d);
+    };
+    if (!bench_label(state, g, "tile_flash_attention_explain", explain, &label))
+        return;
     auto run = [&args](int k) {
         return g.forced >= 0 ? tile_flash_attention_variant(g.forced, &args[k], nullptr)
                              : tile_flash_attention(&args[k], nullptr);
     };
-    // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, then the check.
-    for (int i = 0; i < b.copies; i++) bench_memset(b.o[i], 0xff, b.q_bytes);
-    if (!bench_launch_each(state, b.copies, run)) {
-        g.failed = true;
-        return;
-    }
-    std::string why;
-    if (!check_rows(causal, &why)) {
-        g.failed = true;
-        state.SkipWithError((label + ": " + why).c_str());
-        return;
-    }
-    if (!bench_timed_loop(state, batch, b.copies, set_bytes, flops, g.copy_gbps, label, run))
-        g.failed = true;
+    // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, the check.
+    bench_check_then_time(
+        state, g, batch, b.copies, set_bytes, flops, label,
+        [&b] {
+            for (int i = 0; i < b.copies; i++) bench_memset(b.o[i], 0xff, b.q_bytes);
+        },
+        run, [causal](std::string *why) { return check_rows(causal, why); });
     state.counters["GFLOP"] = flops / 1e9;
 }
 

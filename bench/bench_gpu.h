@@ -263,6 +263,51 @@ bool bench_timed_loop(benchmark::State &state, int batch, int copies, double tra
     return true;
 }
 
+// A benchmark's label: the forced variant's name, or the name of the variant the op's explain
+// function picks (explain(&decision) returns its status; `what` names it in the error). On a
+// failure the benchmark shows the error, the suite is marked failed and this returns false.
+template <class Explain>
+bool bench_label(benchmark::State &state, BenchSuite &suite, const char *what, Explain &&explain,
+                 std::string *label) {
+    if (suite.forced >= 0) {
+        *label = suite.forced_name;
+        return true;
+    }
+    tile_decision d{};
+    d.struct_size = sizeof d;
+    const tile_status s = explain(&d);
+    if (s != TILE_STATUS_SUCCESS) {
+        suite.failed = true;
+        state.SkipWithError((std::string(what) + ": " + bench_status_message(s)).c_str());
+        return false;
+    }
+    *label = bench_variant_name(d.variant);
+    return true;
+}
+
+// What every suite does once it has its launches: poison() the outputs, one launch per buffer
+// set (bench_launch_each, the warm-up), check(&why) the results, then the timed loop
+// (bench_timed_loop). A failure shows on the benchmark and marks the suite failed; wrong
+// results are never timed.
+template <class Poison, class Launch, class Check>
+void bench_check_then_time(benchmark::State &state, BenchSuite &suite, int batch, int copies,
+                           double traffic, double flops, const std::string &label,
+                           Poison &&poison, Launch &&launch, Check &&check) {
+    poison();
+    if (!bench_launch_each(state, copies, launch)) {
+        suite.failed = true;
+        return;
+    }
+    std::string why;
+    if (!check(&why)) {
+        suite.failed = true;
+        state.SkipWithError((label + ": " + why).c_str());
+        return;
+    }
+    if (!bench_timed_loop(state, batch, copies, traffic, flops, suite.copy_gbps, label, launch))
+        suite.failed = true;
+}
+
 // The JSON context every suite writes: gpu, gpu_compute_capability, cuda_driver_version,
 // gpu_sm_count, gpu_l2_bytes, dram_nominal_gbps, copy_gbps, copy_bytes, libfusedops_version,
 // libfusedops_variants and forced_variant ("none" when empty).

@@ -235,39 +235,22 @@ void bm_grouped_matmul(benchmark::State &state, tile_dtype dtype, GmmShape shape
     for (int k = 0; k < b.copies; k++) args.push_back(make_args(nk, k));
 
     std::string label;
-    if (g.forced >= 0) {
-        label = g.forced_name;
-    } else {
-        tile_decision d{};
-        d.struct_size = sizeof d;
-        const tile_status s = tile_grouped_matmul_explain(&args[0], 0, &d);
-        if (s != TILE_STATUS_SUCCESS) {
-            g.failed = true;
-            const std::string msg = "tile_grouped_matmul_explain: " + bench_status_message(s);
-            state.SkipWithError(msg.c_str());
-            return;
-        }
-        label = bench_variant_name(d.variant);
-    }
-
+    auto explain = [&args](tile_decision *d) {
+        return tile_grouped_matmul_explain(&args[0], 0, d);
+    };
+    if (!bench_label(state, g, "tile_grouped_matmul_explain", explain, &label))
+        return;
     auto run = [&args](int k) {
         return g.forced >= 0 ? tile_grouped_matmul_variant(g.forced, &args[k], nullptr)
                              : tile_grouped_matmul(&args[k], nullptr);
     };
-    // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, then the check.
-    for (int i = 0; i < b.copies; i++) bench_memset(b.c[i], 0xff, b.c_bytes);
-    if (!bench_launch_each(state, b.copies, run)) {
-        g.failed = true;
-        return;
-    }
-    std::string why;
-    if (!check_rows(args[0], &why)) {
-        g.failed = true;
-        state.SkipWithError((label + ": " + why).c_str());
-        return;
-    }
-    if (!bench_timed_loop(state, batch, b.copies, traffic, flops, g.copy_gbps, label, run))
-        g.failed = true;
+    // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, the check.
+    bench_check_then_time(
+        state, g, batch, b.copies, traffic, flops, label,
+        [&b] {
+            for (int i = 0; i < b.copies; i++) bench_memset(b.c[i], 0xff, b.c_bytes);
+        },
+        run, [&args](std::string *why) { return check_rows(args[0], why); });
     state.counters["GFLOP"] = flops / 1e9;
     state.counters["groups_used"] = static_cast<double>(used);
 }

@@ -70,8 +70,8 @@ static void run_case(const char *label, const support_grouped_matmul_case *c, co
     const int64_t bad = support_grouped_matmul_run(&gpu, c, &s, &e);
     cases_run++;
     char desc[200];
-    snprintf(desc, sizeof desc, "%s %s: G%d %lldx%lldx%lld (MxKxN) B %s%s", tile_dtype_string(c->dtype),
-             what, c->groups, (long long)c->total_m, (long long)c->k, (long long)c->n,
+    snprintf(desc, sizeof desc, "%s %s: G%d %lldx%lldx%lld (MxKxN) B %s%s",
+             tile_dtype_string(c->dtype), what, c->groups, (long long)c->total_m, (long long)c->k, (long long)c->n,
              c->b_nk ? "[g,n,k]" : "[g,k,n]", c->bias ? " bias" : "");
     if (bad == 0) {
         if (getenv("FUSEDOPS_TEST_VERBOSE"))
@@ -96,7 +96,8 @@ static void run_shape(const char *label, int32_t variant, tile_dtype dt, const s
             const support_grouped_matmul_case c = {
                 .variant = variant, .dtype = dt, .groups = s->groups, .total_m = s->total_m,
                 .k = s->k, .n = s->n, .ends = s->ends, .tail = s->tail, .alpha = s->alpha,
-                .b_nk = b_nk, .bias = bias, .pad = s->pad, .seed = seed + (uint64_t)(2 * b_nk + bias)};
+                .b_nk = b_nk, .bias = bias, .pad = s->pad,
+                .seed = seed + (uint64_t)(2 * b_nk + bias)};
             run_case(label, &c, s->what);
         }
 }
@@ -167,7 +168,8 @@ static void graph_capture(tile_dtype dt) {
         CUgraphExec exec;
         SUPPORT_CHECK(&gpu, d->cuGraphInstantiate(&exec, graph, 0));
         uint16_t first;
-        SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(&first, (CUdeviceptr)(uintptr_t)p.args.c, sizeof first));
+        SUPPORT_CHECK(&gpu,
+                      d->cuMemcpyDtoH(&first, (CUdeviceptr)(uintptr_t)p.args.c, sizeof first));
         int failed = first != 0xffff;
         if (failed) fprintf(stderr, "FAIL %s: the kernel ran while capturing\n", label);
         SUPPORT_CHECK(&gpu, d->cuGraphLaunch(exec, stream));
@@ -197,7 +199,8 @@ static void device_statuses(void) {
     tile_status s = tile_grouped_matmul(&a, NULL);
     cases_run++;
     if (s != TILE_STATUS_MISALIGNED) {
-        fprintf(stderr, "FAIL misaligned c gave %s (%s)\n", tile_status_string(s), tile_last_error());
+        fprintf(stderr, "FAIL misaligned c gave %s (%s)\n", tile_status_string(s),
+                tile_last_error());
         case_failures++;
     }
     a.c = (void *)(uintptr_t)0x2000;

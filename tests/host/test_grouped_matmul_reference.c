@@ -132,7 +132,7 @@ static void test_error_rule(void **state) {
     assert_false(nan_e.err <= support_grouped_matmul_allowed(TILE_DTYPE_BF16, &nan_e));
 }
 
-/* ------------------------------------------------ a stand-in driver: device memory is host memory */
+/* ---------------------------------------- a stand-in driver: device memory is host memory */
 
 static int live_allocations;
 
