@@ -225,23 +225,14 @@ void bm_attention(benchmark::State &state, tile_dtype dtype, AttnShape shape, bo
     std::vector<tile_flash_attention_args> args;
     for (int k = 0; k < b.copies; k++) args.push_back(make_args(causal, k));
 
-    std::string label;
-    auto explain = [&args](tile_decision *d) {
-        return tile_flash_attention_explain(&args[0], 0, d);
-    };
-    if (!bench_label(state, g, "tile_flash_attention_explain", explain, &label))
-        return;
-    auto run = [&args](int k) {
-        return g.forced >= 0 ? tile_flash_attention_variant(g.forced, &args[k], nullptr)
-                             : tile_flash_attention(&args[k], nullptr);
-    };
     // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, the check.
-    bench_check_then_time(
-        state, g, batch, b.copies, set_bytes, flops, label,
+    bench_struct_op(
+        state, g, args, "tile_flash_attention", tile_flash_attention,
+        tile_flash_attention_variant, tile_flash_attention_explain, batch, set_bytes, flops,
         [&b] {
             for (int i = 0; i < b.copies; i++) bench_memset(b.o[i], 0xff, b.q_bytes);
         },
-        run, [causal](std::string *why) { return check_rows(causal, why); });
+        [causal](std::string *why) { return check_rows(causal, why); });
     state.counters["GFLOP"] = flops / 1e9;
 }
 

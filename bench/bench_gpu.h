@@ -308,6 +308,29 @@ void bench_check_then_time(benchmark::State &state, BenchSuite &suite, int batch
         suite.failed = true;
 }
 
+// The ops that take an args struct (attention, grouped matmul), from their launches on:
+// args[k] is buffer set k; fn, variant and explain are the op's tile_X, tile_X_variant and
+// tile_X_explain (its name `fn_name`); the label and the forced variant as bench_label, then
+// bench_check_then_time.
+template <class Args, class Poison, class Check>
+void bench_struct_op(benchmark::State &state, BenchSuite &suite, const std::vector<Args> &args,
+                     const char *fn_name, tile_status (*fn)(const Args *, tile_stream),
+                     tile_status (*variant)(int32_t, const Args *, tile_stream),
+                     tile_status (*explain)(const Args *, int32_t, tile_decision *), int batch,
+                     double traffic, double flops, Poison &&poison, Check &&check) {
+    std::string label;
+    const std::string what = std::string(fn_name) + "_explain";
+    if (!bench_label(state, suite, what.c_str(),
+                     [&](tile_decision *d) { return explain(&args[0], 0, d); }, &label))
+        return;
+    const int32_t forced = suite.forced;
+    auto run = [&](int k) {
+        return forced >= 0 ? variant(forced, &args[k], nullptr) : fn(&args[k], nullptr);
+    };
+    bench_check_then_time(state, suite, batch, static_cast<int>(args.size()), traffic, flops,
+                          label, poison, run, check);
+}
+
 // The JSON context every suite writes: gpu, gpu_compute_capability, cuda_driver_version,
 // gpu_sm_count, gpu_l2_bytes, dram_nominal_gbps, copy_gbps, copy_bytes, libfusedops_version,
 // libfusedops_variants and forced_variant ("none" when empty).

@@ -234,23 +234,14 @@ void bm_grouped_matmul(benchmark::State &state, tile_dtype dtype, GmmShape shape
     std::vector<tile_grouped_matmul_args> args;
     for (int k = 0; k < b.copies; k++) args.push_back(make_args(nk, k));
 
-    std::string label;
-    auto explain = [&args](tile_decision *d) {
-        return tile_grouped_matmul_explain(&args[0], 0, d);
-    };
-    if (!bench_label(state, g, "tile_grouped_matmul_explain", explain, &label))
-        return;
-    auto run = [&args](int k) {
-        return g.forced >= 0 ? tile_grouped_matmul_variant(g.forced, &args[k], nullptr)
-                             : tile_grouped_matmul(&args[k], nullptr);
-    };
     // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, the check.
-    bench_check_then_time(
-        state, g, batch, b.copies, traffic, flops, label,
+    bench_struct_op(
+        state, g, args, "tile_grouped_matmul", tile_grouped_matmul, tile_grouped_matmul_variant,
+        tile_grouped_matmul_explain, batch, traffic, flops,
         [&b] {
             for (int i = 0; i < b.copies; i++) bench_memset(b.c[i], 0xff, b.c_bytes);
         },
-        run, [&args](std::string *why) { return check_rows(args[0], why); });
+        [&args](std::string *why) { return check_rows(args[0], why); });
     state.counters["GFLOP"] = flops / 1e9;
     state.counters["groups_used"] = static_cast<double>(used);
 }

@@ -368,6 +368,19 @@ class FusedOps:
         return lambda i: call(fn, refs[i], stream)
 
 
+def warm_ours(lib, fn, structs, outputs):
+    """(variant, launch) for `fn` (tile_flash_attention, tile_grouped_matmul) on its args
+    structs, after the outputs were poisoned (NaN) and every set ran once."""
+    variant = lib.struct_explain(fn, structs[0])
+    launch = lib.struct_launcher(fn, structs, torch.cuda.current_stream().cuda_stream)
+    for o in outputs:
+        o.fill_(float("nan"))
+    for i in range(len(structs)):
+        launch(i)
+    torch.cuda.synchronize()
+    return variant, launch
+
+
 def make_context_current(lib):
     """libfusedops runs on the calling thread's current CUDA context. PyTorch's runtime makes
     the primary context current; where it has not (yet), make it current through the driver."""
@@ -932,6 +945,9 @@ class AttentionCase:
     def name(self):
         return attention_shape_name((self.b, self.h, self.s, self.d, self.kv))
 
+    def describe(self):
+        return "causal" if self.causal else "full"
+
     def setup(self, copies):
         b, h, s, d, kv = self.b, self.h, self.s, self.d, self.kv
         gen = torch.Generator(device=DEVICE).manual_seed(b * 7919 + h * 131 + s + d + kv)
@@ -1055,14 +1071,7 @@ def run_attention_case(lib, timer, l2_bytes, case):
     ours_out = None
     try:
         structs = [case.args(i) for i in range(copies)]
-        res["variant"] = lib.struct_explain("tile_flash_attention", structs[0])
-        launch = lib.struct_launcher("tile_flash_attention", structs,
-                                     torch.cuda.current_stream().cuda_stream)
-        for o in case.os:
-            o.fill_(float("nan"))
-        for i in range(copies):
-            launch(i)
-        sync()
+        res["variant"], launch = warm_ours(lib, "tile_flash_attention", structs, case.os)
         ours_out = case.os[0]
         err = ref_err(ours_out)
         ms = timer.per_launch_ms(launch, copies, batch)
@@ -1231,6 +1240,12 @@ class GroupedMatmulCase:
     def name(self):
         return gmm_shape_name((self.g, self.m, self.k, self.n))
 
+    def describe(self):
+        sizes = [e - s for s, e in zip(self.starts, self.ends)]
+        return (f"B {'nk' if self.nk else 'kn'}: group sizes from a Dirichlet({GMM_ALPHA:g}) "
+                f"draw, seed {GMM_SEED}: min {min(sizes)}, max {max(sizes)}, "
+                f"{sizes.count(0)} empty")
+
     def setup(self, copies):
         gen = torch.Generator(device=DEVICE).manual_seed(self.g * 7919 + self.m + self.k + self.n)
 
@@ -1347,14 +1362,7 @@ def run_gmm_case(lib, timer, l2_bytes, case):
     ours_out = None
     try:
         structs = [case.args(i) for i in range(copies)]
-        res["variant"] = lib.struct_explain("tile_grouped_matmul", structs[0])
-        launch = lib.struct_launcher("tile_grouped_matmul", structs,
-                                     torch.cuda.current_stream().cuda_stream)
-        for c in case.cs:
-            c.fill_(float("nan"))
-        for i in range(copies):
-            launch(i)
-        sync()
+        res["variant"], launch = warm_ours(lib, "tile_grouped_matmul", structs, case.cs)
         rows, want = case.reference_rows()
         ok, err = gmm_close(case.cs[0][rows], want, case.tol)
         ours_out = case.cs[0].clone()
@@ -1607,38 +1615,16 @@ def main():
     info["results"], info["elapsed_by_op_s"] = results, {}
     for op in ops:
         t_op = time.perf_counter()
-        if op == "attention":
-            timer.reps = args.reps or ATTENTION_REPS
-            for dt, shape, causal in attention_cases(args, forced if args.variant else None):
-                case = AttentionCase(dt, shape, causal)
-                log(f"attention {dt} {case.name()} {'causal' if causal else 'full'}")
+        if op in ("attention", "grouped_matmul"):  # the TFLOP/s ops, one loop for both
+            attn = op == "attention"
+            timer.reps = args.reps or (ATTENTION_REPS if attn else GMM_REPS)
+            make = AttentionCase if attn else GroupedMatmulCase
+            for dt, shape, flag in (attention_cases if attn else gmm_cases)(
+                    args, forced if args.variant else None):
+                case = make(dt, shape, flag)
+                log(f"{op} {dt} {case.name()} {case.describe()}")
                 try:
-                    r = run_attention_case(lib, timer, l2_bytes, case)
-                except Exception:  # noqa: BLE001 - keep going; the traceback says what broke
-                    traceback.print_exc()
-                    bad += 1
-                    continue
-                results.append(r)
-                o = r["providers"]["ours"]
-                if o.get("ok") is False:
-                    bad += 1
-                parts = [f"{k} {p['tflops']:.0f}" if p.get("ms") is not None else f"{k} n/a"
-                         for k, p in r["providers"].items()]
-                log(f"    TFLOP/s: {', '.join(parts)}  [{r.get('variant', '?')}]")
-                save()
-            info["elapsed_by_op_s"][op] = round(time.perf_counter() - t_op, 1)
-            log(f"  {op}: {info['elapsed_by_op_s'][op]} s")
-            continue
-        if op == "grouped_matmul":
-            timer.reps = args.reps or GMM_REPS
-            for dt, shape, nk in gmm_cases(args, forced if args.variant else None):
-                case = GroupedMatmulCase(dt, shape, nk)
-                sz = [e - s for s, e in zip(case.starts, case.ends)]
-                log(f"grouped_matmul {dt} {case.name()} B {'nk' if nk else 'kn'}: group sizes "
-                    f"from a Dirichlet({GMM_ALPHA:g}) draw, seed {GMM_SEED}: min {min(sz)}, "
-                    f"max {max(sz)}, {sz.count(0)} empty")
-                try:
-                    r = run_gmm_case(lib, timer, l2_bytes, case)
+                    r = (run_attention_case if attn else run_gmm_case)(lib, timer, l2_bytes, case)
                 except Exception:  # noqa: BLE001 - keep going; the traceback says what broke
                     traceback.print_exc()
                     bad += 1

@@ -643,10 +643,37 @@ static int batch_for(size_t bytes) {
     return n < 1 ? 1 : n > 200 ? 200 : n;
 }
 
+/* The compute-bound ops (attention, grouped matmul; b holds the call's args): the median time
+ * per launch over batches of about 1 ms at 200 TFLOP/s plus 4 us per launch (`flops` per
+ * launch; inputs not rotated), and the name of the variant that ran: --variant's, or the one
+ * dispatch picks. A failing call prints its status and gives EXIT_CHECK_FAILED, else 0. */
+static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
+                           const options *o, double flops, double *ms, const char **name) {
+    const double est_ms = flops / 200e12 * 1e3 + 0.004;
+    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
+    const int32_t variant = o->variant ? tile_variant_find(o->variant) : -1;
+    const tile_status s = time_op(gpu, b, op, variant, (tile_dtype)o->dtype, 0, 0, batch,
+                                  o->iters < 64 ? o->iters : 64, ms);
+    if (s != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
+        return EXIT_CHECK_FAILED;
+    }
+    *name = o->variant ? o->variant : "?";
+    tile_decision dec = {.struct_size = sizeof dec};
+    tile_variant_info info = {.struct_size = sizeof info};
+    if (!o->variant &&
+        (op == OP_ATTENTION ? tile_flash_attention_explain(b->attention, 0, &dec)
+                            : tile_grouped_matmul_explain(b->grouped, 0, &dec)) ==
+            TILE_STATUS_SUCCESS &&
+        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
+        *name = info.name; /* the registry's string: static */
+    return 0;
+}
+
 /* fusedops bench attention: TFLOP/s of one BSHD problem, q, k and v uniform in [-1, 1). It is
  * compute-bound, so the inputs are not rotated. FLOPs: 4 * b * h * s_q * s_k * d (QK^T and PV),
  * halved for causal. */
-static int bench_attention(const options *o, int32_t variant) {
+static int bench_attention(const options *o) {
     if (o->dtype < 0 || o->ndims != 4) return usage("bench attention needs --dtype and --shape BxHxSxD");
     for (int i = 0; i < 4; i++)
         if (o->dims[i] < 1 || o->dims[i] > (1 << 20))
@@ -670,27 +697,14 @@ static int bench_attention(const options *o, int32_t variant) {
         return EXIT_USAGE;
     const double flops = 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
     bench_buffers b = {.attention = &a};
-    /* about 1 ms per batch at 200 TFLOP/s plus 4 us per launch */
-    const double est_ms = flops / 200e12 * 1e3 + 0.004;
-    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
     double ms;
-    tile_status s = time_op(&gpu, &b, OP_ATTENTION, variant, dtype, 0, 0, batch,
-                            o->iters < 64 ? o->iters : 64, &ms);
-    if (s != TILE_STATUS_SUCCESS) {
-        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
-        return EXIT_CHECK_FAILED;
-    }
-    const char *name = o->variant;
-    tile_decision dec = {.struct_size = sizeof dec};
-    tile_variant_info info = {.struct_size = sizeof info};
-    if (!name && tile_flash_attention_explain(&a, 0, &dec) == TILE_STATUS_SUCCESS &&
-        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
-        name = info.name;
+    const char *name;
+    if (time_compute_op(&gpu, &b, OP_ATTENTION, o, flops, &ms, &name)) return EXIT_CHECK_FAILED;
     printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s) on %s: %s\n"
            "  %.4f ms, %.1f TFLOP/s\n",
            tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
            (long long)o->dims[2], (long long)o->dims[3], (long long)hkv, (long long)sk,
-           o->causal ? ", causal" : "", gpu.name, name ? name : "?", ms,
+           o->causal ? ", causal" : "", gpu.name, name, ms,
            flops / (ms * 1e-3) / 1e12);
     const CUdeviceptr bufs[] = {q, k, v, out};
     for (size_t i = 0; i < 4; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
@@ -731,7 +745,7 @@ static const uint64_t bench_gmm_seed = 7;
 /* fusedops bench grouped_matmul: TFLOP/s of one dense problem, A, B and bias uniform in
  * [-1, 1), the rows split over the groups by a skewed draw. Compute-bound, so the inputs are not
  * rotated. FLOPs: 2 * M * N * K (the bias is not counted). */
-static int bench_grouped_matmul(const options *o, int32_t variant) {
+static int bench_grouped_matmul(const options *o) {
     if (o->dtype < 0 || o->ndims != 4)
         return usage("bench grouped_matmul needs --dtype and --shape GxMxKxN");
     tile_grouped_matmul_args g;
@@ -758,22 +772,10 @@ static int bench_grouped_matmul(const options *o, int32_t variant) {
     if (o->bias) g.bias = DEVICE_PTR(bias);
     const double flops = 2.0 * (double)M * (double)N * (double)K;
     bench_buffers bb = {.grouped = &g};
-    /* about 1 ms per batch at 200 TFLOP/s plus 4 us per launch */
-    const double est_ms = flops / 200e12 * 1e3 + 0.004;
-    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
     double ms;
-    tile_status s = time_op(&gpu, &bb, OP_GROUPED_MATMUL, variant, dtype, 0, 0, batch,
-                            o->iters < 64 ? o->iters : 64, &ms);
-    if (s != TILE_STATUS_SUCCESS) {
-        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
+    const char *name;
+    if (time_compute_op(&gpu, &bb, OP_GROUPED_MATMUL, o, flops, &ms, &name))
         return EXIT_CHECK_FAILED;
-    }
-    const char *name = o->variant;
-    tile_decision dec = {.struct_size = sizeof dec};
-    tile_variant_info info = {.struct_size = sizeof info};
-    if (!name && tile_grouped_matmul_explain(&g, 0, &dec) == TILE_STATUS_SUCCESS &&
-        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
-        name = info.name;
     int64_t *sizes = support_xmalloc((size_t)G * sizeof *sizes);
     int32_t empty = 0;
     for (int64_t i = 0; i < G; i++) {
@@ -786,7 +788,7 @@ static int bench_grouped_matmul(const options *o, int32_t variant) {
            "%lld, max %lld rows (mean %.1f), %d empty\n"
            "  %.4f ms, %.1f TFLOP/s (2 * M * N * K FLOPs)\n",
            tile_dtype_string(dtype), (long long)G, (long long)M, (long long)K, (long long)N,
-           o->b_nk ? "n,k" : "k,n", o->bias ? ", bias" : "", gpu.name, name ? name : "?",
+           o->b_nk ? "n,k" : "k,n", o->bias ? ", bias" : "", gpu.name, name,
            bench_gmm_alpha, (unsigned long long)bench_gmm_seed, (long long)sizes[0],
            (long long)sizes[G / 2], (long long)sizes[G - 1], (double)M / (double)G, empty, ms,
            flops / (ms * 1e-3) / 1e12);
@@ -803,10 +805,8 @@ static int cmd_bench(int argc, char **argv) {
     if (op < 0) return usage("bench takes an op (OP below)");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
-    if (op == OP_ATTENTION)
-        return bench_attention(&o, o.variant ? tile_variant_find(o.variant) : -1);
-    if (op == OP_GROUPED_MATMUL)
-        return bench_grouped_matmul(&o, o.variant ? tile_variant_find(o.variant) : -1);
+    if (op == OP_ATTENTION) return bench_attention(&o);
+    if (op == OP_GROUPED_MATMUL) return bench_grouped_matmul(&o);
     if (o.ndims && o.ndims != 2) return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
     if (o.log_softmax && op == OP_SOFTMAX) op = OP_LOG_SOFTMAX; /* --log, as before */
     if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");
