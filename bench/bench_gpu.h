@@ -209,6 +209,35 @@ inline bool bench_parse_shapes(const char *text, std::vector<bench_shape> *out) 
     return !out->empty();
 }
 
+// n random elements in [lo, hi) from seed as dtype storage into *host (kept for the checks),
+// and a device copy for each of `copies` buffer sets in dev[].
+inline void bench_make_input(tile_dtype dtype, uint64_t *dev, int copies,
+                             std::vector<unsigned char> *host, size_t n, uint64_t seed, float lo,
+                             float hi) {
+    const size_t bytes = n * bench_dtype_size(dtype);
+    host->resize(bytes);
+    bench_random(dtype, host->data(), n, seed, lo, hi);
+    for (int i = 0; i < copies; i++) {
+        dev[i] = bench_alloc(bytes);
+        if (i == 0) bench_upload(dev[0], host->data(), bytes);
+        else bench_copy(dev[i], dev[0], bytes);
+    }
+}
+
+// An args struct from the op's init (tile_flash_attention_init, ...): zeroed, struct_size set.
+// init fails only for a NULL or short struct, a library bug: the suite `suite` exits 1.
+template <class Args>
+Args bench_init_args(const char *suite, const char *init_name,
+                     tile_status (*init)(Args *, size_t)) {
+    Args a;
+    const tile_status st = init(&a, sizeof a);
+    if (st != TILE_STATUS_SUCCESS) {
+        std::fprintf(stderr, "%s: %s: %s\n", suite, init_name, bench_status_message(st).c_str());
+        std::exit(1);
+    }
+    return a;
+}
+
 // One launch on each of `copies` buffer sets (warm-up: the first call also loads the kernels),
 // then a synchronize. launch(k) runs on set k and returns its status. On a failure: the
 // benchmark shows the error and this returns false.

@@ -95,19 +95,6 @@ void release_buffers() {
     g_buf = Buffers();
 }
 
-// n random elements in [-1, 1) as dtype storage into *host, and a device copy per set.
-void make_input(uint64_t *dev, int copies, std::vector<unsigned char> *host, size_t n,
-                uint64_t seed) {
-    const size_t bytes = n * bench_dtype_size(g_buf.dtype);
-    host->resize(bytes);
-    bench_random(g_buf.dtype, host->data(), n, seed, -1.0f, 1.0f);
-    for (int i = 0; i < copies; i++) {
-        dev[i] = bench_alloc(bytes);
-        if (i == 0) bench_upload(dev[0], host->data(), bytes);
-        else bench_copy(dev[i], dev[0], bytes);
-    }
-}
-
 void prepare_buffers(tile_dtype dtype, const GmmShape &s, int copies) {
     Buffers &b = g_buf;
     if (b.copies && b.dtype == dtype && same_shape(b.shape, s)) return;
@@ -120,9 +107,10 @@ void prepare_buffers(tile_dtype dtype, const GmmShape &s, int copies) {
     b.b_bytes = static_cast<size_t>(s.groups * s.k * s.n) * elem;
     b.c_bytes = static_cast<size_t>(s.total_m * s.n) * elem;
     const uint64_t tag = static_cast<uint64_t>(s.groups * 1000003 + s.k * 1009 + s.n);
-    make_input(b.a, copies, &b.a_host, static_cast<size_t>(s.total_m * s.k), 0x5eed8000u + tag);
-    make_input(b.b, copies, &b.b_host, static_cast<size_t>(s.groups * s.k * s.n),
-               0x5eed9000u + tag);
+    bench_make_input(dtype, b.a, copies, &b.a_host, static_cast<size_t>(s.total_m * s.k),
+                     0x5eed8000u + tag, -1.0f, 1.0f);
+    bench_make_input(dtype, b.b, copies, &b.b_host, static_cast<size_t>(s.groups * s.k * s.n),
+                     0x5eed9000u + tag, -1.0f, 1.0f);
     for (int i = 0; i < copies; i++) b.c[i] = bench_alloc(b.c_bytes);
     b.ends.assign(static_cast<size_t>(s.groups), 0);
     bench_skewed_group_ends(static_cast<int32_t>(s.groups), s.total_m, kAlpha, kSeed,
@@ -136,13 +124,8 @@ void prepare_buffers(tile_dtype dtype, const GmmShape &s, int copies) {
 tile_grouped_matmul_args make_args(bool nk, int k) {
     const Buffers &b = g_buf;
     const GmmShape &s = b.shape;
-    tile_grouped_matmul_args a;
-    tile_status st = tile_grouped_matmul_init(&a, sizeof a);
-    if (st != TILE_STATUS_SUCCESS) {  // only for a NULL or short struct: a library bug
-        std::fprintf(stderr, "bench_grouped_matmul: tile_grouped_matmul_init: %s\n",
-                     bench_status_message(st).c_str());
-        std::exit(1);
-    }
+    tile_grouped_matmul_args a = bench_init_args(
+        "bench_grouped_matmul", "tile_grouped_matmul_init", tile_grouped_matmul_init);
     a.dtype = b.dtype;
     a.groups = static_cast<int32_t>(s.groups);
     a.total_m = s.total_m;

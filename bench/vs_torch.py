@@ -1140,12 +1140,16 @@ def run_attention_case(lib, timer, l2_bytes, case):
     return res
 
 
-def attention_table(results):
-    def tf(p):
-        return f"{p['tflops']:.0f}" if p and p.get("ms") is not None else "n/a"
+def fmt_tflops(p):
+    """A provider's TFLOP/s for the tables, or n/a."""
+    return f"{p['tflops']:.0f}" if p and p.get("ms") is not None else "n/a"
 
-    def x(v):
-        return f"{v:.2f}x" if v else "n/a"
+
+def fmt_ratio(v):
+    return f"{v:.2f}x" if v else "n/a"
+
+
+def attention_table(results):
     keys = ["sdpa_" + b.lower().replace("_attention", "") for b in SDPA_BACKENDS]
     head = (f"{'shape':<22}{'mask':<7}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
             + "".join(f"{k[5:] + ' TF/s':>16}" for k in keys)
@@ -1157,9 +1161,10 @@ def attention_table(results):
         ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
         mark = "!" if o.get("ok") is False else ""
         lines.append(f"{r['shape']:<22}{'causal' if r['causal'] else 'full':<7}{r['dtype']:<6}"
-                     f"{ms:>9}{tf(o) + mark:>9}" + "".join(f"{tf(p.get(k)):>16}" for k in keys)
-                     + f"{x(r['speedup_vs_best_sdpa']):>9}{x(r['speedup_vs_flash']):>9}  "
-                     + str(r.get("variant", "?")))
+                     f"{ms:>9}{fmt_tflops(o) + mark:>9}"
+                     + "".join(f"{fmt_tflops(p.get(k)):>16}" for k in keys)
+                     + f"{fmt_ratio(r['speedup_vs_best_sdpa']):>9}"
+                     + f"{fmt_ratio(r['speedup_vs_flash']):>9}  " + str(r.get("variant", "?")))
     return "\n".join(lines)
 
 
@@ -1415,11 +1420,6 @@ def run_gmm_case(lib, timer, l2_bytes, case):
 
 
 def gmm_table(results):
-    def tf(p):
-        return f"{p['tflops']:.0f}" if p and p.get("ms") is not None else "n/a"
-
-    def x(v):
-        return f"{v:.2f}x" if v else "n/a"
     head = (f"{'shape':<22}{'B':<4}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
             + "".join(f"{k + ' TF/s':>17}" for k in GMM_PEERS)
             + f"{'vs best':>9}{'vs dense':>9}  variant")
@@ -1429,10 +1429,11 @@ def gmm_table(results):
         o = p.get("ours", {})
         ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
         mark = "!" if o.get("ok") is False else ""
-        lines.append(f"{r['shape']:<22}{r['b_layout']:<4}{r['dtype']:<6}{ms:>9}{tf(o) + mark:>9}"
-                     + "".join(f"{tf(p.get(k)):>17}" for k in GMM_PEERS)
-                     + f"{x(r['speedup_vs_best']):>9}{x(r['speedup_vs_dense']):>9}  "
-                     + str(r.get("variant", "?")))
+        lines.append(f"{r['shape']:<22}{r['b_layout']:<4}{r['dtype']:<6}{ms:>9}"
+                     f"{fmt_tflops(o) + mark:>9}"
+                     + "".join(f"{fmt_tflops(p.get(k)):>17}" for k in GMM_PEERS)
+                     + f"{fmt_ratio(r['speedup_vs_best']):>9}"
+                     + f"{fmt_ratio(r['speedup_vs_dense']):>9}  " + str(r.get("variant", "?")))
     return "\n".join(lines)
 
 
