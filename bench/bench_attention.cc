@@ -94,19 +94,6 @@ void release_buffers() {
     g_buf = Buffers();
 }
 
-// n random elements in [lo, hi) as dtype storage into *host, and a device copy per set.
-void make_input(uint64_t *dev, int copies, std::vector<unsigned char> *host, size_t n,
-                uint64_t seed, float lo, float hi) {
-    const size_t bytes = n * bench_dtype_size(g_buf.dtype);
-    host->resize(bytes);
-    bench_random(g_buf.dtype, host->data(), n, seed, lo, hi);
-    for (int i = 0; i < copies; i++) {
-        dev[i] = bench_alloc(bytes);
-        if (i == 0) bench_upload(dev[0], host->data(), bytes);
-        else bench_copy(dev[i], dev[0], bytes);
-    }
-}
-
 void prepare_buffers(tile_dtype dtype, const AttnShape &s, int copies) {
     Buffers &b = g_buf;
     if (b.copies && b.dtype == dtype && same_shape(b.shape, s)) return;
@@ -118,9 +105,9 @@ void prepare_buffers(tile_dtype dtype, const AttnShape &s, int copies) {
     b.q_bytes = q_elems(s) * elem;
     b.kv_bytes = kv_elems(s) * elem;
     const uint64_t tag = static_cast<uint64_t>(s.seqlen * 1000 + s.head_dim);
-    make_input(b.q, copies, &b.q_host, q_elems(s), 0x5eed5000u + tag, -2.0f, 2.0f);
-    make_input(b.k, copies, &b.k_host, kv_elems(s), 0x5eed6000u + tag, -2.0f, 2.0f);
-    make_input(b.v, copies, &b.v_host, kv_elems(s), 0x5eed7000u + tag, -1.0f, 1.0f);
+    bench_make_input(dtype, b.q, copies, &b.q_host, q_elems(s), 0x5eed5000u + tag, -2.0f, 2.0f);
+    bench_make_input(dtype, b.k, copies, &b.k_host, kv_elems(s), 0x5eed6000u + tag, -2.0f, 2.0f);
+    bench_make_input(dtype, b.v, copies, &b.v_host, kv_elems(s), 0x5eed7000u + tag, -1.0f, 1.0f);
     for (int i = 0; i < copies; i++) b.o[i] = bench_alloc(b.q_bytes);
     bench_sync();
 }
@@ -129,13 +116,8 @@ void prepare_buffers(tile_dtype dtype, const AttnShape &s, int copies) {
 tile_flash_attention_args make_args(bool causal, int k) {
     const Buffers &b = g_buf;
     const AttnShape &s = b.shape;
-    tile_flash_attention_args a;
-    tile_status st = tile_flash_attention_init(&a, sizeof a);
-    if (st != TILE_STATUS_SUCCESS) {  // only for a NULL or short struct: a library bug
-        std::fprintf(stderr, "bench_attention: tile_flash_attention_init: %s\n",
-                     bench_status_message(st).c_str());
-        std::exit(1);
-    }
+    tile_flash_attention_args a = bench_init_args(
+        "bench_attention", "tile_flash_attention_init", tile_flash_attention_init);
     a.dtype = b.dtype;
     a.batch = static_cast<int32_t>(s.batch);
     a.heads_q = static_cast<int32_t>(s.heads_q);
@@ -225,40 +207,14 @@ void bm_attention(benchmark::State &state, tile_dtype dtype, AttnShape shape, bo
     std::vector<tile_flash_attention_args> args;
     for (int k = 0; k < b.copies; k++) args.push_back(make_args(causal, k));
 
-    std::string label;
-    if (g.forced >= 0) {
-        label = g.forced_name;
-    } else {
-        tile_decision d{};
-        d.struct_size = sizeof d;
-        const tile_status s = tile_flash_attention_explain(&args[0], 0, &d);
-        if (s != TILE_STATUS_SUCCESS) {
-            g.failed = true;
-            const std::string msg = "tile_flash_attention_explain: " + bench_status_message(s);
-            state.SkipWithError(msg.c_str());
-            return;
-        }
-        label = bench_variant_name(d.variant);
-    }
-
-    auto run = [&args](int k) {
-        return g.forced >= 0 ? tile_flash_attention_variant(g.forced, &args[k], nullptr)
-                             : tile_flash_attention(&args[k], nullptr);
-    };
-    // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, then the check.
-    for (int i = 0; i < b.copies; i++) bench_memset(b.o[i], 0xff, b.q_bytes);
-    if (!bench_launch_each(state, b.copies, run)) {
-        g.failed = true;
-        return;
-    }
-    std::string why;
-    if (!check_rows(causal, &why)) {
-        g.failed = true;
-        state.SkipWithError((label + ": " + why).c_str());
-        return;
-    }
-    if (!bench_timed_loop(state, batch, b.copies, set_bytes, flops, g.copy_gbps, label, run))
-        g.failed = true;
+    // Outputs poisoned (0xff bytes are NaN in f16 and bf16), one launch per set, the check.
+    bench_struct_op(
+        state, g, args, "tile_flash_attention", tile_flash_attention,
+        tile_flash_attention_variant, tile_flash_attention_explain, batch, set_bytes, flops,
+        [&b] {
+            for (int i = 0; i < b.copies; i++) bench_memset(b.o[i], 0xff, b.q_bytes);
+        },
+        [causal](std::string *why) { return check_rows(causal, why); });
     state.counters["GFLOP"] = flops / 1e9;
 }
 

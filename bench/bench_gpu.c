@@ -133,18 +133,8 @@ double bench_copy_gbps(size_t *bytes_out) {
 size_t bench_dtype_size(tile_dtype dtype) { return support_dtype_size(dtype); }
 
 void bench_random(tile_dtype dtype, void *dst, size_t n, uint64_t seed, float lo, float hi) {
-    /* In chunks, so a 512 MiB input needs no 512 MiB float staging copy. */
-    enum { CHUNK = 1 << 20 };
-    float *tmp = bench_malloc(CHUNK * sizeof *tmp);
-    const size_t elem = support_dtype_size(dtype);
-    for (size_t at = 0; at < n; at += CHUNK) {
-        const size_t m = n - at < CHUNK ? n - at : CHUNK;
-        /* support_fill_uniform hashes seed + golden * (index + 1): this offset makes the values
-         * those of one call over all n. */
-        support_fill_uniform(tmp, m, seed + 0x9e3779b97f4a7c15ull * at, lo, hi);
-        support_pack(dtype, (unsigned char *)dst + at * elem, tmp, m);
-    }
-    free(tmp);
+    /* in chunks: a 512 MiB input needs no 512 MiB float staging copy */
+    support_random_stored(dtype, dst, n, seed, lo, hi);
 }
 
 void bench_unpack(tile_dtype dtype, float *dst, const void *src, size_t n) {
@@ -255,4 +245,51 @@ int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t ke
     free(want);
     free(score);
     return bad;
+}
+
+void bench_skewed_group_ends(int32_t groups, int64_t rows, double alpha, uint64_t seed,
+                             int32_t *ends) {
+    support_skewed_group_ends(groups, rows, alpha, seed, ends);
+}
+
+int64_t bench_check_grouped_matmul_row(tile_dtype dtype, int64_t k, int64_t n, const void *a_row,
+                                       const void *b_group, int64_t b_k_stride,
+                                       int64_t b_n_stride, const void *bias_row,
+                                       const void *c_row, int64_t ncols, const char *label,
+                                       double *max_err, double *max_err_lp) {
+    if (ncols > n) ncols = n;
+    const size_t elem = support_dtype_size(dtype), nc = (size_t)ncols;
+    int64_t *cols = bench_malloc(nc * sizeof *cols);
+    for (int64_t j = 0; j < ncols; j++) cols[j] = ncols > 1 ? j * (n - 1) / (ncols - 1) : 0;
+    /* The sampled columns of B_g, bias and C gathered into a one-row, one-group problem: the
+     * reference then reads only floats of what is checked. */
+    float *a = bench_malloc((size_t)k * sizeof *a), *b = bench_malloc((size_t)k * nc * sizeof *b);
+    float *bias = bench_malloc(nc * sizeof *bias), *got = bench_malloc(nc * sizeof *got);
+    const unsigned char *bg = b_group, *br = bias_row, *cr = c_row;
+    support_unpack(dtype, a, a_row, (size_t)k);
+    for (int64_t j = 0; j < ncols; j++) {
+        for (int64_t kk = 0; kk < k; kk++)
+            support_unpack(dtype, b + kk * ncols + j,
+                           bg + (size_t)(kk * b_k_stride + cols[j] * b_n_stride) * elem, 1);
+        if (br) support_unpack(dtype, bias + j, br + (size_t)cols[j] * elem, 1);
+        support_unpack(dtype, got + j, cr + (size_t)cols[j] * elem, 1);
+    }
+    const int32_t one_row = 1;
+    const tile_grouped_matmul_args ref = {
+        .struct_size = sizeof ref, .dtype = dtype, .groups = 1, .total_m = 1, .n = ncols, .k = k,
+        .a = a, .b = b, .lda = k, .ldc = ncols, .b_k_stride = ncols, .b_n_stride = 1,
+        .bias = br ? bias : NULL, .bias_group_stride = ncols, .offsets = &one_row};
+    support_grouped_matmul_errors e = {0};
+    support_grouped_matmul_check_row(&ref, 0, NULL, ncols, got, &e);
+    const double allowed = support_grouped_matmul_allowed(dtype, &e);
+    const int failed = !(e.err <= allowed);
+    if (failed)
+        fprintf(stderr, "%s: max error %.3g over %lld columns exceeds %.3g (2 x the "
+                        "fp32-accumulated reference's %.3g + slack)\n",
+                label, e.err, (long long)ncols, allowed, e.err_lp);
+    if (max_err) *max_err = e.err;
+    if (max_err_lp) *max_err_lp = e.err_lp;
+    void *done[] = {cols, a, b, bias, got};
+    for (size_t i = 0; i < sizeof done / sizeof *done; i++) free(done[i]);
+    return failed;
 }

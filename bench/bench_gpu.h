@@ -98,6 +98,25 @@ int64_t bench_check_attention_row(tile_dtype dtype, int64_t head_dim, int64_t ke
                                   int64_t ld_v, const void *o, const char *label,
                                   double *max_err);
 
+/* Group ends of a skewed mixture-of-experts routing (support_skewed_group_ends): rows split over
+ * groups in Dirichlet(alpha) proportions drawn from seed; ends[groups], cumulative. */
+void bench_skewed_group_ends(int32_t groups, int64_t rows, double alpha, uint64_t seed,
+                             int32_t *ends);
+
+/* One row of a grouped matmul to check, on `ncols` columns spread evenly over 0 .. n - 1 (the
+ * first and last included; every column when ncols >= n): a_row is that row of A (k elements),
+ * b_group its group's B, element (kk, nn) at b_k_stride * kk + b_n_stride * nn, bias_row its
+ * group's bias (n elements) or NULL, c_row the row as the GPU wrote it (n elements); all in
+ * dtype storage. It passes when the largest error against the float64 reference is within
+ * support_grouped_matmul_allowed (twice that of an fp32-accumulated reference rounded to dtype,
+ * plus slack; NaN never passes). Prints a failure under `label`; returns 1 when it fails, else
+ * 0; *max_err and *max_err_lp (either may be NULL) get the two errors. */
+int64_t bench_check_grouped_matmul_row(tile_dtype dtype, int64_t k, int64_t n, const void *a_row,
+                                       const void *b_group, int64_t b_k_stride,
+                                       int64_t b_n_stride, const void *bias_row,
+                                       const void *c_row, int64_t ncols, const char *label,
+                                       double *max_err, double *max_err_lp);
+
 #ifdef __cplusplus
 }
 
@@ -190,6 +209,35 @@ inline bool bench_parse_shapes(const char *text, std::vector<bench_shape> *out) 
     return !out->empty();
 }
 
+// n random elements in [lo, hi) from seed as dtype storage into *host (kept for the checks),
+// and a device copy for each of `copies` buffer sets in dev[].
+inline void bench_make_input(tile_dtype dtype, uint64_t *dev, int copies,
+                             std::vector<unsigned char> *host, size_t n, uint64_t seed, float lo,
+                             float hi) {
+    const size_t bytes = n * bench_dtype_size(dtype);
+    host->resize(bytes);
+    bench_random(dtype, host->data(), n, seed, lo, hi);
+    for (int i = 0; i < copies; i++) {
+        dev[i] = bench_alloc(bytes);
+        if (i == 0) bench_upload(dev[0], host->data(), bytes);
+        else bench_copy(dev[i], dev[0], bytes);
+    }
+}
+
+// An args struct from the op's init (tile_flash_attention_init, ...): zeroed, struct_size set.
+// init fails only for a NULL or short struct, a library bug: the suite `suite` exits 1.
+template <class Args>
+Args bench_init_args(const char *suite, const char *init_name,
+                     tile_status (*init)(Args *, size_t)) {
+    Args a;
+    const tile_status st = init(&a, sizeof a);
+    if (st != TILE_STATUS_SUCCESS) {
+        std::fprintf(stderr, "%s: %s: %s\n", suite, init_name, bench_status_message(st).c_str());
+        std::exit(1);
+    }
+    return a;
+}
+
 // One launch on each of `copies` buffer sets (warm-up: the first call also loads the kernels),
 // then a synchronize. launch(k) runs on set k and returns its status. On a failure: the
 // benchmark shows the error and this returns false.
@@ -242,6 +290,74 @@ bool bench_timed_loop(benchmark::State &state, int batch, int copies, double tra
     state.counters["copies"] = copies;
     state.SetLabel(label);
     return true;
+}
+
+// A benchmark's label: the forced variant's name, or the name of the variant the op's explain
+// function picks (explain(&decision) returns its status; `what` names it in the error). On a
+// failure the benchmark shows the error, the suite is marked failed and this returns false.
+template <class Explain>
+bool bench_label(benchmark::State &state, BenchSuite &suite, const char *what, Explain &&explain,
+                 std::string *label) {
+    if (suite.forced >= 0) {
+        *label = suite.forced_name;
+        return true;
+    }
+    tile_decision d{};
+    d.struct_size = sizeof d;
+    const tile_status s = explain(&d);
+    if (s != TILE_STATUS_SUCCESS) {
+        suite.failed = true;
+        state.SkipWithError((std::string(what) + ": " + bench_status_message(s)).c_str());
+        return false;
+    }
+    *label = bench_variant_name(d.variant);
+    return true;
+}
+
+// What every suite does once it has its launches: poison() the outputs, one launch per buffer
+// set (bench_launch_each, the warm-up), check(&why) the results, then the timed loop
+// (bench_timed_loop). A failure shows on the benchmark and marks the suite failed; wrong
+// results are never timed.
+template <class Poison, class Launch, class Check>
+void bench_check_then_time(benchmark::State &state, BenchSuite &suite, int batch, int copies,
+                           double traffic, double flops, const std::string &label,
+                           Poison &&poison, Launch &&launch, Check &&check) {
+    poison();
+    if (!bench_launch_each(state, copies, launch)) {
+        suite.failed = true;
+        return;
+    }
+    std::string why;
+    if (!check(&why)) {
+        suite.failed = true;
+        state.SkipWithError((label + ": " + why).c_str());
+        return;
+    }
+    if (!bench_timed_loop(state, batch, copies, traffic, flops, suite.copy_gbps, label, launch))
+        suite.failed = true;
+}
+
+// The ops that take an args struct (attention, grouped matmul), from their launches on:
+// args[k] is buffer set k; fn, variant and explain are the op's tile_X, tile_X_variant and
+// tile_X_explain (its name `fn_name`); the label and the forced variant as bench_label, then
+// bench_check_then_time.
+template <class Args, class Poison, class Check>
+void bench_struct_op(benchmark::State &state, BenchSuite &suite, const std::vector<Args> &args,
+                     const char *fn_name, tile_status (*fn)(const Args *, tile_stream),
+                     tile_status (*variant)(int32_t, const Args *, tile_stream),
+                     tile_status (*explain)(const Args *, int32_t, tile_decision *), int batch,
+                     double traffic, double flops, Poison &&poison, Check &&check) {
+    std::string label;
+    const std::string what = std::string(fn_name) + "_explain";
+    if (!bench_label(state, suite, what.c_str(),
+                     [&](tile_decision *d) { return explain(&args[0], 0, d); }, &label))
+        return;
+    const int32_t forced = suite.forced;
+    auto run = [&](int k) {
+        return forced >= 0 ? variant(forced, &args[k], nullptr) : fn(&args[k], nullptr);
+    };
+    bench_check_then_time(state, suite, batch, static_cast<int>(args.size()), traffic, flops,
+                          label, poison, run, check);
 }
 
 // The JSON context every suite writes: gpu, gpu_compute_capability, cuda_driver_version,

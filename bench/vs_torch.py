@@ -10,6 +10,8 @@ Ops (--ops, default all but log_softmax and attention):
                           + norm_bias; both written
   attention               o = softmax(q k^T / sqrt(d) [causal mask]) v, BSHD, f16/bf16
                           (--ops attention: its own providers, checks and table; see below)
+  grouped_matmul          C_g = A_g B_g over mixture-of-experts groups, bf16 (--ops
+                          grouped_matmul: its own providers, checks and table; see below)
 
 Providers, per op, shape and dtype:
   ours     tile_softmax, tile_log_softmax, tile_layernorm, tile_rmsnorm, tile_residual_dropout,
@@ -61,6 +63,25 @@ SDPA's whole output (FLASH_ATTENTION's, else the first backend that ran); ours f
                             [--attn-shapes BxHxSxD[xKV],...] [--variant NAME] [--no-compile]
                             [--no-triton] [--reps N]
   python3 bench/vs_torch.py --ops attention      # attention only
+
+Grouped matmul (--ops grouped_matmul) compares tile_grouped_matmul (ctypes, GroupedMatmulArgs
+from the tensors' strides) with torch._grouped_mm (a [total_m, K], b [G, K, N], offs int32
+cumulative ends; no bias, which it does not take), a Python loop of torch.mm over the groups
+(into slices of one output), and one dense torch.mm of [total_m, K] x [K, N] (the same FLOPs in
+one cuBLAS call: the ceiling a grouped kernel aims at). Shapes (G, total_m, K, N): (8, 16384,
+4096, 14336), (64, 16384, 2048, 1408), (128, 32768, 7168, 2048), (8, 512, 4096, 14336), bf16,
+each with B [G, K, N] (kn, N contiguous) and [G, N, K] seen through .transpose(1, 2) (nk).
+Group sizes: one Dirichlet(1) draw with seed 7, rounded to rows (skewed_group_ends: the same
+numbers as support_skewed_group_ends, so bench_grouped_matmul and `fusedops bench
+grouped_matmul` route the same shape the same way), shared by every provider. Inputs: a uniform
+in [-1, 1), b uniform in [-1, 1) * sqrt(3 / K) (entries of C of about unit size). TFLOP/s counts
+2 * total_m * N * K; vs best = the fastest of torch._grouped_mm and the loop, its ms / ours;
+vs dense = the dense mm's ms / ours. Checks before timing: ours against float64 on 16 rows (the
+first and last of the first and last non-empty groups among them), and the providers' whole
+outputs against ours, within |diff| <= atol + rtol |ref| (bf16 2e-2 + 1.6e-2, f16 5e-3 + 2e-3);
+ours failing fails the run (exit 1). A provider that raises (torch._grouped_mm needs a recent
+PyTorch and, for its fast path, sm_90 and bf16) is reported n/a with the reason.
+--gmm-shapes GxMxKxN,... replaces the shapes.
 """
 import argparse
 import ctypes
@@ -110,13 +131,25 @@ SDPA_BACKENDS = ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")
 SOFTMAX_OPS = ("softmax", "log_softmax")
 NORM_OPS = ("layernorm", "rmsnorm", "residual_dropout", "residual_dropout_norm")
 ATTENTION_OPS = ("attention",)
-DEFAULT_OPS = ("softmax",) + NORM_OPS  # attention only when asked for (--ops attention)
-ALL_OPS = SOFTMAX_OPS + NORM_OPS + ATTENTION_OPS
+GROUPED_MATMUL_OPS = ("grouped_matmul",)
+# attention and grouped_matmul only when asked for (--ops attention,grouped_matmul)
+DEFAULT_OPS = ("softmax",) + NORM_OPS
+ALL_OPS = SOFTMAX_OPS + NORM_OPS + ATTENTION_OPS + GROUPED_MATMUL_OPS
+# (groups, total_m, K, N); keep in step with kShapes in bench/bench_grouped_matmul.cc.
+GROUPED_MATMUL_SHAPES = [
+    (8, 16384, 4096, 14336), (64, 16384, 2048, 1408), (128, 32768, 7168, 2048),
+    (8, 512, 4096, 14336),
+]
+GMM_ALPHA, GMM_SEED = 1.0, 7  # the routing draw, as bench_grouped_matmul.cc's kAlpha, kSeed
+GMM_TOL = {"bf16": (2e-2, 1.6e-2), "f16": (5e-3, 2e-3)}  # (atol, rtol) of C
+GMM_REPS = 10
+GMM_PEERS = ("grouped_mm", "mm_loop", "dense_mm")
 
 
 def family(op):
     """The variant family (tile_variant_info.op) behind an op of this script."""
-    return "softmax" if op in SOFTMAX_OPS else "norm" if op in NORM_OPS else "attention"
+    return ("softmax" if op in SOFTMAX_OPS else "norm" if op in NORM_OPS
+            else "attention" if op in ATTENTION_OPS else "grouped_matmul")
 # op: (tile_norm_kind, reads residual (and bias, dropout), writes s, weight, norm_bias)
 NORM_INFO = {
     "layernorm": (1, False, False, True, True),
@@ -152,7 +185,7 @@ def log(msg=""):
 # layout by the host test test_ctypes_layout); _lib imports only the standard library.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from fusedops._lib import (AddNormArgs, Decision, FlashAttentionArgs,  # noqa: E402
-                           VariantInfo, set_strides)
+                           GroupedMatmulArgs, VariantInfo, set_strides)
 
 
 class FusedOps:
@@ -182,8 +215,12 @@ class FusedOps:
             "tile_flash_attention_variant": [i32, ctypes.POINTER(FlashAttentionArgs), vp],
             "tile_flash_attention_explain": [ctypes.POINTER(FlashAttentionArgs), i32,
                                              ctypes.POINTER(Decision)],
+            "tile_grouped_matmul": [ctypes.POINTER(GroupedMatmulArgs), vp],
+            "tile_grouped_matmul_variant": [i32, ctypes.POINTER(GroupedMatmulArgs), vp],
+            "tile_grouped_matmul_explain": [ctypes.POINTER(GroupedMatmulArgs), i32,
+                                            ctypes.POINTER(Decision)],
         }
-        for name, argtypes in norm_fns.items():  # and attention
+        for name, argtypes in norm_fns.items():  # and attention, grouped matmul
             f = getattr(so, name, None)
             if f is not None:
                 f.argtypes = argtypes
@@ -200,7 +237,7 @@ class FusedOps:
         so.tile_version.restype = i32
         self.so = so
         self.forced = -1
-        self.forced_op = None  # "softmax", "norm" or "attention": the forced variant's family
+        self.forced_op = None  # "softmax", "norm", "attention", ...: the forced variant's family
 
     def error(self, status):
         return (f"{self.so.tile_status_string(status).decode()}: "
@@ -245,29 +282,31 @@ class FusedOps:
                     raise RuntimeError(self.error(s))
         return launch
 
-    def attention_explain(self, args):
-        """The variant tile_flash_attention would run for args (a FlashAttentionArgs)."""
+    def struct_explain(self, fn, args):
+        """The variant `fn` (tile_flash_attention, tile_grouped_matmul: a function taking an args
+        struct) would run for args."""
         if self.forced >= 0:
             return self.variant(self.forced).name.decode() + " (forced)"
         d = Decision(struct_size=ctypes.sizeof(Decision))
-        s = self.so.tile_flash_attention_explain(ctypes.byref(args), 0, ctypes.byref(d))
+        s = getattr(self.so, fn + "_explain")(ctypes.byref(args), 0, ctypes.byref(d))
         if s != 0:
-            raise RuntimeError("tile_flash_attention_explain: " + self.error(s))
+            raise RuntimeError(f"{fn}_explain: " + self.error(s))
         return self.variant(d.variant).name.decode()
 
-    def attention_launcher(self, structs, stream):
-        """A function launch(i) running tile_flash_attention (or the forced variant) on
-        structs[i] (FlashAttentionArgs, kept alive by the caller)."""
+    def struct_launcher(self, fn, structs, stream):
+        """A function launch(i) running `fn` (tile_flash_attention, tile_grouped_matmul), or the
+        forced variant through fn + "_variant", on structs[i] (args structs, kept alive by the
+        caller)."""
         refs = [ctypes.byref(a) for a in structs]
         if self.forced >= 0:
-            fn, forced = self.so.tile_flash_attention_variant, self.forced
+            fn, forced = getattr(self.so, fn + "_variant"), self.forced
 
             def launch(i):
                 s = fn(forced, refs[i], stream)
                 if s:
                     raise RuntimeError(self.error(s))
         else:
-            fn = self.so.tile_flash_attention
+            fn = getattr(self.so, fn)
 
             def launch(i):
                 s = fn(refs[i], stream)
@@ -327,6 +366,19 @@ class FusedOps:
         structs = [args(i) for i in range(len(x))]
         refs = [ctypes.byref(a) for a in structs]
         return lambda i: call(fn, refs[i], stream)
+
+
+def warm_ours(lib, fn, structs, outputs):
+    """(variant, launch) for `fn` (tile_flash_attention, tile_grouped_matmul) on its args
+    structs, after the outputs were poisoned (NaN) and every set ran once."""
+    variant = lib.struct_explain(fn, structs[0])
+    launch = lib.struct_launcher(fn, structs, torch.cuda.current_stream().cuda_stream)
+    for o in outputs:
+        o.fill_(float("nan"))
+    for i in range(len(structs)):
+        launch(i)
+    torch.cuda.synchronize()
+    return variant, launch
 
 
 def make_context_current(lib):
@@ -893,6 +945,9 @@ class AttentionCase:
     def name(self):
         return attention_shape_name((self.b, self.h, self.s, self.d, self.kv))
 
+    def describe(self):
+        return "causal" if self.causal else "full"
+
     def setup(self, copies):
         b, h, s, d, kv = self.b, self.h, self.s, self.d, self.kv
         gen = torch.Generator(device=DEVICE).manual_seed(b * 7919 + h * 131 + s + d + kv)
@@ -1016,13 +1071,7 @@ def run_attention_case(lib, timer, l2_bytes, case):
     ours_out = None
     try:
         structs = [case.args(i) for i in range(copies)]
-        res["variant"] = lib.attention_explain(structs[0])
-        launch = lib.attention_launcher(structs, torch.cuda.current_stream().cuda_stream)
-        for o in case.os:
-            o.fill_(float("nan"))
-        for i in range(copies):
-            launch(i)
-        sync()
+        res["variant"], launch = warm_ours(lib, "tile_flash_attention", structs, case.os)
         ours_out = case.os[0]
         err = ref_err(ours_out)
         ms = timer.per_launch_ms(launch, copies, batch)
@@ -1091,12 +1140,16 @@ def run_attention_case(lib, timer, l2_bytes, case):
     return res
 
 
-def attention_table(results):
-    def tf(p):
-        return f"{p['tflops']:.0f}" if p and p.get("ms") is not None else "n/a"
+def fmt_tflops(p):
+    """A provider's TFLOP/s for the tables, or n/a."""
+    return f"{p['tflops']:.0f}" if p and p.get("ms") is not None else "n/a"
 
-    def x(v):
-        return f"{v:.2f}x" if v else "n/a"
+
+def fmt_ratio(v):
+    return f"{v:.2f}x" if v else "n/a"
+
+
+def attention_table(results):
     keys = ["sdpa_" + b.lower().replace("_attention", "") for b in SDPA_BACKENDS]
     head = (f"{'shape':<22}{'mask':<7}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
             + "".join(f"{k[5:] + ' TF/s':>16}" for k in keys)
@@ -1108,9 +1161,279 @@ def attention_table(results):
         ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
         mark = "!" if o.get("ok") is False else ""
         lines.append(f"{r['shape']:<22}{'causal' if r['causal'] else 'full':<7}{r['dtype']:<6}"
-                     f"{ms:>9}{tf(o) + mark:>9}" + "".join(f"{tf(p.get(k)):>16}" for k in keys)
-                     + f"{x(r['speedup_vs_best_sdpa']):>9}{x(r['speedup_vs_flash']):>9}  "
-                     + str(r.get("variant", "?")))
+                     f"{ms:>9}{fmt_tflops(o) + mark:>9}"
+                     + "".join(f"{fmt_tflops(p.get(k)):>16}" for k in keys)
+                     + f"{fmt_ratio(r['speedup_vs_best_sdpa']):>9}"
+                     + f"{fmt_ratio(r['speedup_vs_flash']):>9}  " + str(r.get("variant", "?")))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- grouped matmul
+_U64 = (1 << 64) - 1
+
+
+def _splitmix64(seed, i):
+    """splitmix64's output of the i-th (from 1) state after seed, as support/support.c's."""
+    z = (seed + 0x9E3779B97F4A7C15 * i) & _U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+    return z ^ (z >> 31)
+
+
+def skewed_group_ends(groups, rows, alpha=GMM_ALPHA, seed=GMM_SEED):
+    """support_skewed_group_ends in Python, step for step (the same doubles, the same libm
+    calls), so every tool routes a shape the same way: rows split over groups in proportions
+    of a symmetric Dirichlet(alpha) draw (gamma samples by Marsaglia and Tsang, normalized),
+    rounded to whole rows by largest remainder. Returns the cumulative ends."""
+    count = [0]
+
+    def uniform():  # in (0, 1)
+        count[0] += 1
+        return ((_splitmix64(seed, count[0]) >> 11) + 0.5) / 9007199254740992.0
+
+    def gamma(a):
+        if a < 1.0:
+            g = gamma(a + 1.0)
+            return g * math.pow(uniform(), 1.0 / a)
+        d = a - 1.0 / 3.0
+        c = 1.0 / math.sqrt(9.0 * d)
+        while True:
+            u1 = uniform()
+            u2 = uniform()
+            x = math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)
+            v = 1.0 + c * x
+            if v <= 0.0:
+                continue
+            v = v * v * v
+            if math.log(uniform()) < 0.5 * x * x + d - d * v + d * math.log(v):
+                return d * v
+
+    w = [gamma(alpha) for _ in range(groups)]
+    total = 0.0
+    for x in w:
+        total += x
+    sizes, rest = [], []
+    for g in range(groups):
+        exact = w[g] / total * rows if total > 0.0 else rows / groups
+        whole = math.floor(exact)
+        sizes.append(whole)
+        rest.append((-(exact - whole), g))  # largest fraction first, ties to the lower group
+    rest.sort()
+    for r in range(rows - sum(sizes)):
+        sizes[rest[r % groups][1]] += 1
+    ends, end = [], 0
+    for x in sizes:
+        end += x
+        ends.append(end)
+    return ends
+
+
+class GroupedMatmulCase:
+    """C_g = A_g B_g of one dtype, shape and B layout: a [total_m, K], b [G, K, N] contiguous
+    (kn) or the transpose of a contiguous [G, N, K] (nk), offs int32 from skewed_group_ends."""
+
+    def __init__(self, dtype_name, shape, nk):
+        self.dtype_name, self.nk = dtype_name, nk
+        self.g, self.m, self.k, self.n = shape
+        self.tdtype, self.tdt, elem = DTYPES[dtype_name]
+        self.flops = 2.0 * self.m * self.n * self.k
+        self.set_bytes = (self.m * self.k + self.g * self.k * self.n + self.m * self.n) * elem
+        self.tol = GMM_TOL[dtype_name]
+        self.ends = skewed_group_ends(self.g, self.m)
+        self.starts = [0] + self.ends[:-1]
+
+    def name(self):
+        return gmm_shape_name((self.g, self.m, self.k, self.n))
+
+    def describe(self):
+        sizes = [e - s for s, e in zip(self.starts, self.ends)]
+        return (f"B {'nk' if self.nk else 'kn'}: group sizes from a Dirichlet({GMM_ALPHA:g}) "
+                f"draw, seed {GMM_SEED}: min {min(sizes)}, max {max(sizes)}, "
+                f"{sizes.count(0)} empty")
+
+    def setup(self, copies):
+        gen = torch.Generator(device=DEVICE).manual_seed(self.g * 7919 + self.m + self.k + self.n)
+
+        def uniform(shape, scale):
+            return (torch.empty(shape, device=DEVICE).uniform_(-1, 1, generator=gen)
+                    * scale).to(self.tdt)
+        b_shape = (self.g, self.n, self.k) if self.nk else (self.g, self.k, self.n)
+        self.as_ = [uniform((self.m, self.k), 1.0) for _ in range(copies)]
+        # entries of C of about unit size: K products of variance 1/3 * 3/K
+        self.bs = [uniform(b_shape, math.sqrt(3.0 / self.k)) for _ in range(copies)]
+        if self.nk:
+            self.bs = [b.transpose(1, 2) for b in self.bs]
+        self.cs = [torch.empty(self.m, self.n, dtype=self.tdt, device=DEVICE)
+                   for _ in range(copies)]
+        self.offs = torch.tensor(self.ends, dtype=torch.int32, device=DEVICE)
+
+    def release(self):
+        del self.as_, self.bs, self.cs, self.offs
+
+    def args(self, i):
+        """GroupedMatmulArgs of set i (the tensors' own strides, in elements)."""
+        a, b, c = self.as_[i], self.bs[i], self.cs[i]
+        return GroupedMatmulArgs(
+            struct_size=ctypes.sizeof(GroupedMatmulArgs), dtype=self.tdtype, groups=self.g,
+            total_m=self.m, n=self.n, k=self.k, c=c.data_ptr(), a=a.data_ptr(),
+            b=b.data_ptr(), ldc=c.stride(0), lda=a.stride(0), b_group_stride=b.stride(0),
+            b_k_stride=b.stride(1), b_n_stride=b.stride(2), offsets=self.offs.data_ptr())
+
+    def grouped_mm(self, i):
+        return torch._grouped_mm(self.as_[i], self.bs[i], offs=self.offs)
+
+    def mm_loop(self, i):
+        """torch.mm per non-empty group, into row slices of set i's output (bounds from the host
+        copy of the ends: what a loop over experts has to know)."""
+        a, b, c = self.as_[i], self.bs[i], self.cs[i]
+        for g, (s, e) in enumerate(zip(self.starts, self.ends)):
+            if e > s:
+                torch.mm(a[s:e], b[g], out=c[s:e])
+        return c
+
+    def dense_mm(self, i):
+        """[total_m, K] x [K, N] in one call: the same FLOPs, one B (group 0's, same layout)."""
+        return torch.mm(self.as_[i], self.bs[i][0], out=self.cs[i])
+
+    def reference_rows(self):
+        """(rows, want): float64 C of 16 rows of set 0, the first and last row of the first and
+        of the last non-empty group among them."""
+        used = [(s, e) for s, e in zip(self.starts, self.ends) if e > s]
+        picks = {used[0][0], used[0][1] - 1, used[-1][0], used[-1][1] - 1}
+        picks |= {round(x * (self.m - 1) / 11) for x in range(12)}
+        rows = sorted(picks)
+        group = [next(g for g, e in enumerate(self.ends) if r < e) for r in rows]
+        a, b = self.as_[0].double(), self.bs[0]
+        want = torch.stack([a[r] @ b[g].double() for r, g in zip(rows, group)])
+        return torch.tensor(rows, device=DEVICE), want
+
+
+def gmm_shape_name(shape):
+    return "x".join(str(v) for v in shape)
+
+
+def parse_gmm_shapes(text):
+    """"GxMxKxN,..." (groups, total rows, K, N), as bench_grouped_matmul's --shapes."""
+    shapes = []
+    for item in text.split(","):
+        v = [int(x) for x in item.lower().split("x")]
+        if len(v) != 4 or min(v) < 1 or v[0] > 65536 or v[1] > 2 ** 31 - 1:
+            raise ValueError(f"grouped matmul shape {item!r}: GxMxKxN, G in [1, 65536], "
+                             "M in [1, 2^31 - 1]")
+        shapes.append(tuple(v))
+    return shapes
+
+
+def gmm_cases(args, forced):
+    """[(dtype name, shape, nk)] in run order: bf16 (or the f16/bf16 of --dtypes) on the
+    built-in shapes or --gmm-shapes, each with B kn then nk. A forced variant keeps its dtype."""
+    shapes = parse_gmm_shapes(args.gmm_shapes) if args.gmm_shapes else GROUPED_MATMUL_SHAPES
+    dtypes = ["bf16"]
+    if args.dtypes:
+        dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip() in GMM_TOL]
+    if forced is not None:
+        dtypes = [d for d in dtypes if DTYPES[d][0] == forced.dtype]
+    return [(dt, sh, nk) for dt in dtypes for sh in shapes for nk in (False, True)]
+
+
+def gmm_close(out, ref, tol):
+    """(passes, max abs diff) of out against ref (float64 or another provider's output)."""
+    atol, rtol = tol
+    diff = (out.double() - ref.double()).abs()
+    ok = bool((diff <= atol + rtol * ref.double().abs()).all()) and not bool(out.isnan().any())
+    return ok, float(diff.max()) if diff.numel() else 0.0
+
+
+def run_gmm_case(lib, timer, l2_bytes, case):
+    """Times ours, torch._grouped_mm, a loop of torch.mm and one dense torch.mm on the same
+    rotated inputs; checks ours against float64 rows and the peers against ours first."""
+    copies, batch = rotation(case.set_bytes, case.set_bytes, l2_bytes)
+    case.setup(copies)
+    sync = torch.cuda.synchronize
+    sizes = sorted(e - s for s, e in zip(case.starts, case.ends))
+    res = {"op": "grouped_matmul", "dtype": case.dtype_name, "groups": case.g,
+           "total_m": case.m, "k": case.k, "n": case.n, "b_layout": "nk" if case.nk else "kn",
+           "shape": case.name(), "flops": case.flops, "copies": copies,
+           "batch_launches": batch, "reps": timer.reps,
+           "group_sizes": {"dirichlet_alpha": GMM_ALPHA, "seed": GMM_SEED, "min": sizes[0],
+                           "median": sizes[len(sizes) // 2], "max": sizes[-1],
+                           "empty": sum(1 for x in sizes if x == 0)},
+           "providers": {}}
+
+    def record(name, ms, **extra):
+        res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
+
+    # ours, first: the peers are checked against its output
+    ours_out = None
+    try:
+        structs = [case.args(i) for i in range(copies)]
+        res["variant"], launch = warm_ours(lib, "tile_grouped_matmul", structs, case.cs)
+        rows, want = case.reference_rows()
+        ok, err = gmm_close(case.cs[0][rows], want, case.tol)
+        ours_out = case.cs[0].clone()
+        ms = timer.per_launch_ms(launch, copies, batch)
+        record("ours", ms, max_abs_err_ref=err, ok=ok)
+        log(f"    ours: {'WRONG RESULTS: ' if not ok else ''}max abs error {err:.3g} against "
+            f"float64 on {len(rows)} rows (tolerance {case.tol[0]:g} + {case.tol[1]:g} |ref|)")
+    except Exception as e:  # noqa: BLE001
+        msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        res["providers"]["ours"] = {"ms": None, "error": msg, "ok": False}
+        log(f"    ours: FAILED ({msg})")
+
+    for name in GMM_PEERS:
+        fn = getattr(case, name)
+        try:
+            for c in case.cs:
+                c.fill_(float("nan"))
+            out = fn(0)
+            sync()
+            extra = {}
+            if ours_out is not None and name != "dense_mm":  # dense computes another product
+                ok, diff = gmm_close(out, ours_out, case.tol)
+                extra = {"max_abs_diff_ours": diff, "agrees_with_ours": ok}
+                if not ok:
+                    log(f"    {name} and ours differ by up to {diff:.3g}")
+            del out
+            ms = timer.per_launch_ms(fn, copies, batch)
+            record(name, ms, **extra)
+        except Exception as e:  # noqa: BLE001 - a provider that cannot run this case: n/a
+            msg = f"{type(e).__name__}: {e}".splitlines()[0][:400]
+            res["providers"][name] = {"ms": None, "error": msg}
+            log(f"    {name}: skipped ({msg})")
+    o = res["providers"]["ours"]
+    # ours disagreeing with both grouped peers is wrong (they agree with float64 elsewhere)
+    votes = [p.get("agrees_with_ours") for k, p in res["providers"].items() if k != "ours"]
+    if o.get("ms") is not None and votes and not any(v for v in votes if v is not None) \
+            and any(v is not None for v in votes):
+        o["ok"] = False
+    peers = {k: p["ms"] for k, p in res["providers"].items()
+             if k in ("grouped_mm", "mm_loop") and p.get("ms") is not None}
+    ours = o.get("ms")
+    res["speedup_vs_best"] = min(peers.values()) / ours if peers and ours else None
+    res["best_peer"] = min(peers, key=peers.get) if peers else None
+    dense = res["providers"].get("dense_mm", {}).get("ms")
+    res["speedup_vs_dense"] = dense / ours if dense and ours else None
+    del ours_out
+    case.release()
+    torch.cuda.empty_cache()
+    return res
+
+
+def gmm_table(results):
+    head = (f"{'shape':<22}{'B':<4}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
+            + "".join(f"{k + ' TF/s':>17}" for k in GMM_PEERS)
+            + f"{'vs best':>9}{'vs dense':>9}  variant")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        p = r["providers"]
+        o = p.get("ours", {})
+        ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
+        mark = "!" if o.get("ok") is False else ""
+        lines.append(f"{r['shape']:<22}{r['b_layout']:<4}{r['dtype']:<6}{ms:>9}"
+                     f"{fmt_tflops(o) + mark:>9}"
+                     + "".join(f"{fmt_tflops(p.get(k)):>17}" for k in GMM_PEERS)
+                     + f"{fmt_ratio(r['speedup_vs_best']):>9}"
+                     + f"{fmt_ratio(r['speedup_vs_dense']):>9}  " + str(r.get("variant", "?")))
     return "\n".join(lines)
 
 
@@ -1196,21 +1519,25 @@ def main():
                     help="default bf16,f32; attention: bf16 on every shape and f16 on one, or "
                     "the f16/bf16 of this list on every shape")
     ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
-                    help="of " + ",".join(ALL_OPS) + " (default all but log_softmax and "
-                    "attention)")
+                    help="of " + ",".join(ALL_OPS) + " (default all but log_softmax, "
+                    "attention and grouped_matmul)")
     ap.add_argument("--shapes", default=None,
                     help="RxC,RxC,... for every softmax and norm op instead of the built-in "
                     "lists")
     ap.add_argument("--attn-shapes", default=None,
                     help="BxHxSxD[xKV],... for attention (batch, query heads, seqlen, head_dim, "
                     "key/value heads) instead of the built-in list")
+    ap.add_argument("--gmm-shapes", default=None,
+                    help="GxMxKxN,... for grouped_matmul (groups, total rows, K, N) instead of "
+                    "the built-in list")
     ap.add_argument("--variant", default=os.environ.get("FUSEDOPS_BENCH_VARIANT"),
                     help="time this variant as ours (tile_softmax_variant, "
-                    "tile_add_norm_variant or tile_flash_attention_variant); only the ops of "
-                    "its family run")
+                    "tile_add_norm_variant, tile_flash_attention_variant or "
+                    "tile_grouped_matmul_variant); only the ops of its family run")
     ap.add_argument("--reps", type=int, default=None,
                     help=f"timed batches per measurement (default {SOFTMAX_REPS} for softmax, "
-                    f"{NORM_REPS} for the norm ops, {ATTENTION_REPS} for attention)")
+                    f"{NORM_REPS} for the norm ops, {ATTENTION_REPS} for attention, "
+                    f"{GMM_REPS} for grouped_matmul)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args()
@@ -1231,6 +1558,14 @@ def main():
             ap.error(str(e))
         if args.dtypes and not any(d in ATTENTION_TOL for d in dtypes):
             ap.error("attention runs in f16 and bf16: --dtypes names neither")
+    if "grouped_matmul" in ops:
+        try:
+            if args.gmm_shapes:
+                parse_gmm_shapes(args.gmm_shapes)
+        except ValueError as e:
+            ap.error(str(e))
+        if args.dtypes and not any(d in GMM_TOL for d in dtypes):
+            ap.error("grouped_matmul runs in f16 and bf16: --dtypes names neither")
     if not torch.cuda.is_available():
         log("SKIP: no GPU: torch.cuda.is_available() is False")
         return 77
@@ -1281,20 +1616,22 @@ def main():
     info["results"], info["elapsed_by_op_s"] = results, {}
     for op in ops:
         t_op = time.perf_counter()
-        if op == "attention":
-            timer.reps = args.reps or ATTENTION_REPS
-            for dt, shape, causal in attention_cases(args, forced if args.variant else None):
-                case = AttentionCase(dt, shape, causal)
-                log(f"attention {dt} {case.name()} {'causal' if causal else 'full'}")
+        if op in ("attention", "grouped_matmul"):  # the TFLOP/s ops, one loop for both
+            attn = op == "attention"
+            timer.reps = args.reps or (ATTENTION_REPS if attn else GMM_REPS)
+            make = AttentionCase if attn else GroupedMatmulCase
+            for dt, shape, flag in (attention_cases if attn else gmm_cases)(
+                    args, forced if args.variant else None):
+                case = make(dt, shape, flag)
+                log(f"{op} {dt} {case.name()} {case.describe()}")
                 try:
-                    r = run_attention_case(lib, timer, l2_bytes, case)
+                    r = (run_attention_case if attn else run_gmm_case)(lib, timer, l2_bytes, case)
                 except Exception:  # noqa: BLE001 - keep going; the traceback says what broke
                     traceback.print_exc()
                     bad += 1
                     continue
                 results.append(r)
-                o = r["providers"]["ours"]
-                if o.get("ok") is False:
+                if r["providers"]["ours"].get("ok") is False:
                     bad += 1
                 parts = [f"{k} {p['tflops']:.0f}" if p.get("ms") is not None else f"{k} n/a"
                          for k, p in r["providers"].items()]
@@ -1331,8 +1668,9 @@ def main():
         log(f"  {op}: {info['elapsed_by_op_s'][op]} s")
 
     save()
-    rows = [r for r in results if r["op"] != "attention"]
+    rows = [r for r in results if r["op"] not in ("attention", "grouped_matmul")]
     attn = [r for r in results if r["op"] == "attention"]
+    gmm = [r for r in results if r["op"] == "grouped_matmul"]
     plots = plot(rows, ceiling, device, args.out)
     log(f"\nwrote {json_path}" + (f" and {len(plots)} plots in {args.out}" if plots else ""))
     log(f"elapsed {info['elapsed_s']} s; !: ours gave wrong results")
@@ -1344,6 +1682,12 @@ def main():
         log("\nattention: TFLOP/s = 4*b*h*s_q*s_k*d (halved for causal) / time; vs best = the "
             "fastest SDPA backend's ms / ours ms; vs flash = SDPA FLASH_ATTENTION's ms / ours ms\n")
         log(attention_table(attn))
+    if gmm:
+        log("\ngrouped_matmul: TFLOP/s = 2*total_m*N*K / time, group sizes from a "
+            f"Dirichlet({GMM_ALPHA:g}) draw (seed {GMM_SEED}) shared by every provider; vs best = "
+            "the faster of torch._grouped_mm and the torch.mm loop, its ms / ours ms; vs dense = "
+            "one [total_m, K] x [K, N] torch.mm's ms / ours ms\n")
+        log(gmm_table(gmm))
     if bad:
         log(f"\nFAILED: {bad} case(s) gave wrong results or broke (see above)")
     return 1 if bad else 0

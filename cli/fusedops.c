@@ -6,19 +6,24 @@
  *                    [--ld-x N] [--ld-y N]       the variant dispatch picks, and why
  *   fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
  *                    [--seqlen-k N] [--arch sm_NN]
+ *   fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
+ *                    [--arch sm_NN]
  *   fusedops check [--dtype D] [--variant NAME] [--quick]
  *                                                every variant vs a float64 CPU reference
  *   fusedops bench OP --dtype D --shape RxC [--variant NAME] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
  *   fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
  *                    [--seqlen-k N] [--variant NAME] [--iters N]     TFLOP/s
+ *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
+ *                    [--variant NAME] [--iters N]     TFLOP/s, group sizes skewed (Dirichlet)
  *   fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] [--min-cols N]
  *                                                time every eligible variant over a shape grid
  *                                                and write the winners (autotune_results/)
  *   fusedops version
  *
  * OP: softmax, log_softmax, layernorm, rmsnorm, residual_dropout, residual_dropout_norm;
- * attention takes its own shape (batch x heads x sequence x head_dim).
+ * attention takes its own shape (batch x heads x sequence x head_dim), grouped_matmul its own
+ * (groups x total rows x K x N).
  * Exit codes: 0 success, 1 a check failed or a call failed, 2 usage, 3 no GPU.
  */
 #include <inttypes.h>
@@ -42,6 +47,7 @@ typedef struct options {
     int ndims;
     int64_t heads_kv, seqlen_k; /* attention: 0 means heads and S */
     int causal;
+    int b_nk, bias; /* grouped_matmul: B stored [groups, n, k] (--b-layout nk); a bias */
 } options;
 
 /* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
@@ -53,6 +59,7 @@ typedef enum cli_op {
     OP_RESIDUAL_DROPOUT,
     OP_RESIDUAL_DROPOUT_NORM,
     OP_ATTENTION,
+    OP_GROUPED_MATMUL,
     OP_COUNT_
 } cli_op;
 static const struct {
@@ -66,6 +73,7 @@ static const struct {
     [OP_RESIDUAL_DROPOUT] = {"residual_dropout", "norm", 2, 1},
     [OP_RESIDUAL_DROPOUT_NORM] = {"residual_dropout_norm", "norm", 2, 2},
     [OP_ATTENTION] = {"attention", "attention", 3, 1}, /* q, k, v; o */
+    [OP_GROUPED_MATMUL] = {"grouped_matmul", "grouped_matmul", 2, 1}, /* a, b; c */
 };
 
 static int parse_op(const char *s) {
@@ -82,15 +90,21 @@ static int usage(const char *msg) {
           " [--ld-x N] [--ld-y N]\n"
           "  fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
           " [--seqlen-k N] [--arch sm_NN]\n"
+          "  fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
+          " [--bias] [--arch sm_NN]\n"
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
           "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
           " [--seqlen-k N] [--variant NAME] [--iters N]\n"
+          "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
+          " [--bias] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] "
           "[--min-cols N]\n"
           "  fusedops version\n"
           "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n"
-          "attention: B batch, H query heads, S query length, D head_dim\n",
+          "attention: B batch, H query heads, S query length, D head_dim\n"
+          "grouped_matmul: G groups, M rows of A and C in all, K, N; B stored [G, K, N] (kn)"
+          " or [G, N, K] (nk)\n",
           stderr);
     return EXIT_USAGE;
 }
@@ -111,7 +125,13 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         if (!strcmp(a, "--quick")) o->quick = 1;
         else if (!strcmp(a, "--log")) o->log_softmax = 1;
         else if (!strcmp(a, "--causal")) o->causal = 1;
+        else if (!strcmp(a, "--bias")) o->bias = 1;
         else if (!v) return usage("option needs a value");
+        else if (!strcmp(a, "--b-layout")) {
+            const char *l = argv[++i];
+            if (strcmp(l, "kn") && strcmp(l, "nk")) return usage("--b-layout is kn or nk");
+            o->b_nk = !strcmp(l, "nk");
+        }
         else if (!strcmp(a, "--op")) o->op = argv[++i];
         else if (!strcmp(a, "--variant")) o->variant = argv[++i];
         else if (!strcmp(a, "--dtype")) {
@@ -122,12 +142,13 @@ static int parse_options(int argc, char **argv, int first, options *o) {
             char *end;
             for (o->ndims = 0; o->ndims < 4; o->ndims++) {
                 o->dims[o->ndims] = strtoll(p, &end, 10);
-                if (end == p) return usage("--shape is ROWSxCOLS (attention: BxHxSxD)");
+                if (end == p)
+                    return usage("--shape is ROWSxCOLS (attention: BxHxSxD, grouped_matmul: GxMxKxN)");
                 p = end;
                 if (*p != 'x') break;
                 p++;
             }
-            if (*p) return usage("--shape is ROWSxCOLS (attention: BxHxSxD)");
+            if (*p) return usage("--shape is ROWSxCOLS (attention: BxHxSxD, grouped_matmul: GxMxKxN)");
             o->ndims++;
             o->rows = o->dims[0];
             o->cols = o->dims[1];
@@ -204,6 +225,33 @@ static int attention_args_of(const options *o, void *q, void *k, void *v, void *
     return 0;
 }
 
+/* Grouped matmul's problem from --shape GxMxKxN, --b-layout and --bias: dense A [M, K] and
+ * C [M, N], B [G, K, N] (kn) or [G, N, K] (nk), bias [G, N], on the pointers given (explain's
+ * are never dereferenced). Returns 0 or a usage error. */
+static int grouped_args_of(const options *o, void *c, const void *a, const void *b,
+                           const void *bias, const int32_t *offsets, tile_grouped_matmul_args *g) {
+    if (o->ndims != 4)
+        return usage("grouped_matmul's --shape is GxMxKxN (groups, rows, K, N), e.g. "
+                     "8x16384x4096x14336");
+    if (o->dims[0] < 1 || o->dims[0] > 65536 || o->dims[1] < 0 || o->dims[1] > INT32_MAX ||
+        o->dims[2] < 1 || o->dims[3] < 1)
+        return usage("--shape needs G in [1, 65536], M in [0, 2^31 - 1] (int32 offsets), "
+                     "K >= 1 and N >= 1");
+    tile_grouped_matmul_init(g, sizeof *g);
+    const int64_t k = o->dims[2], n = o->dims[3];
+    g->dtype = (tile_dtype)o->dtype;
+    g->groups = (int32_t)o->dims[0];
+    g->total_m = o->dims[1];
+    g->k = k, g->n = n;
+    g->c = c, g->a = a, g->b = b, g->offsets = offsets;
+    g->lda = k, g->ldc = n;
+    g->b_group_stride = k * n;
+    g->b_k_stride = o->b_nk ? 1 : n;
+    g->b_n_stride = o->b_nk ? k : 1;
+    if (o->bias) g->bias = bias, g->bias_group_stride = n;
+    return 0;
+}
+
 static void print_decision(const tile_decision *d) {
     tile_variant_info v = {.struct_size = sizeof v};
     tile_variant_get(d->variant, &v);
@@ -219,9 +267,15 @@ static int cmd_explain(int argc, char **argv) {
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
     if (o.dtype < 0 || !o.ndims) return usage("explain needs --dtype and --shape");
     tile_flash_attention_args a;
-    static _Alignas(256) unsigned char stand_in[512]; /* attention's pointers, never read */
+    tile_grouped_matmul_args g;
+    /* attention's and grouped matmul's pointers, never read */
+    static _Alignas(256) unsigned char stand_in[512];
     if (op == OP_ATTENTION) {
         if (attention_args_of(&o, stand_in, stand_in, stand_in, stand_in + 256, &a))
+            return EXIT_USAGE;
+    } else if (op == OP_GROUPED_MATMUL) {
+        if (grouped_args_of(&o, stand_in + 256, stand_in, stand_in, stand_in,
+                            (const int32_t *)(const void *)stand_in, &g))
             return EXIT_USAGE;
     } else if (o.ndims != 2) {
         return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
@@ -236,6 +290,7 @@ static int cmd_explain(int argc, char **argv) {
     }
     tile_status s;
     if (op == OP_ATTENTION) s = tile_flash_attention_explain(&a, o.arch, &d);
+    else if (op == OP_GROUPED_MATMUL) s = tile_grouped_matmul_explain(&g, o.arch, &d);
     else s = (strcmp(op_info[op].family, "norm") ? tile_softmax_explain : tile_norm_explain)(
         (tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x, o.align, o.arch, &d);
     if (s != TILE_STATUS_SUCCESS) {
@@ -247,6 +302,11 @@ static int cmd_explain(int argc, char **argv) {
                "BSHD on sm_%d\n",
                tile_dtype_string(a.dtype), a.batch, a.heads_q, a.heads_kv, (long long)a.seqlen_q,
                (long long)a.seqlen_k, a.head_dim, a.causal ? ", causal" : "", d.arch);
+    else if (op == OP_GROUPED_MATMUL)
+        printf("grouped_matmul %s groups %d, total_m %lld, k %lld, n %lld, B [g,%s]%s, dense, "
+               "on sm_%d\n",
+               tile_dtype_string(g.dtype), g.groups, (long long)g.total_m, (long long)g.k,
+               (long long)g.n, o.b_nk ? "n,k" : "k,n", o.bias ? ", bias" : "", d.arch);
     else
         printf("%s %s %lldx%lld (ld_x %lld, ld_y %lld, %d-byte aligned) on sm_%d\n",
                op_info[op].name, tile_dtype_string((tile_dtype)o.dtype), (long long)o.rows,
@@ -373,6 +433,46 @@ static int check_attention_variant(const support_gpu *gpu, int32_t index,
     return failures;
 }
 
+/* A grouped_matmul variant: one group, skewed groups (some empty) with ragged K and N, rows
+ * past the last group that must stay untouched, K = N = 8, total_m = 0 and (not --quick) 64
+ * skewed groups; B in both layouts, with and without bias (--quick: [g,k,n] without bias and
+ * [g,n,k] with). */
+static int check_grouped_matmul_variant(const support_gpu *gpu, int32_t index,
+                                        const tile_variant_info *v, int quick, int *cases) {
+    static const struct {
+        int32_t groups;
+        int64_t total_m, k, n, tail;
+        double alpha; /* Dirichlet concentration of the group sizes: 0.3 leaves groups empty */
+        int64_t pad;
+    } shapes[] = {{1, 128, 64, 96, 0, 1.0, 0},   {8, 300, 200, 136, 0, 0.3, 8},
+                  {16, 500, 128, 256, 50, 1.0, 0}, {4, 64, 8, 8, 0, 1.0, 0},
+                  {3, 0, 64, 64, 0, 1.0, 0},     {64, 2000, 256, 320, 0, 0.3, 0}};
+    const int nshapes = (int)(sizeof shapes / sizeof *shapes) - (quick ? 1 : 0);
+    int failures = 0;
+    for (int i = 0; i < nshapes; i++)
+        for (int layout = 0; layout < 4; layout++) {
+            const int b_nk = layout / 2, bias = layout % 2;
+            if (quick && b_nk != bias) continue;
+            const support_grouped_matmul_case c = {
+                .variant = index, .dtype = v->dtype, .groups = shapes[i].groups,
+                .total_m = shapes[i].total_m, .k = shapes[i].k, .n = shapes[i].n,
+                .tail = shapes[i].tail, .alpha = shapes[i].alpha, .b_nk = b_nk, .bias = bias,
+                .pad = shapes[i].pad,
+                .seed = 1000u * (uint64_t)index + 10u * (uint64_t)i + (uint64_t)layout};
+            tile_status s;
+            const int64_t bad = support_grouped_matmul_run(gpu, &c, &s, NULL);
+            (*cases)++;
+            if (bad) {
+                failures++;
+                fprintf(stderr, "FAIL %s grouped_matmul %dx%lldx%lldx%lld B [g,%s]%s: %s: %s\n",
+                        v->name, c.groups, (long long)c.total_m, (long long)c.k,
+                        (long long)c.n, b_nk ? "n,k" : "k,n", bias ? " bias" : "",
+                        tile_status_string(s), bad < 0 ? tile_last_error() : "mismatches above");
+            }
+        }
+    return failures;
+}
+
 static int cmd_check(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, 2, &o)) return EXIT_USAGE;
@@ -391,7 +491,9 @@ static int cmd_check(int argc, char **argv) {
         }
         int f = !strcmp(v.op, "norm")        ? check_norm_variant(&gpu, i, &v, o.quick, &cases)
                 : !strcmp(v.op, "attention") ? check_attention_variant(&gpu, i, &v, o.quick, &cases)
-                                             : check_variant(&gpu, i, &v, o.quick, &cases);
+                : !strcmp(v.op, "grouped_matmul")
+                    ? check_grouped_matmul_variant(&gpu, i, &v, o.quick, &cases)
+                    : check_variant(&gpu, i, &v, o.quick, &cases);
         variants++;
         if (f) failed++;
         printf("%-40s %s\n", v.name, f ? "FAIL" : "ok");
@@ -410,6 +512,7 @@ typedef struct bench_buffers {
     int copies;
     size_t bytes; /* one rows x cols tensor */
     const tile_flash_attention_args *attention; /* OP_ATTENTION's call (its own buffers) */
+    const tile_grouped_matmul_args *grouped;    /* OP_GROUPED_MATMUL's call (its own buffers) */
 } bench_buffers;
 
 static void upload_uniform(const support_gpu *gpu, tile_dtype dtype, CUdeviceptr *dst, size_t n,
@@ -460,6 +563,9 @@ static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const
     if (op == OP_ATTENTION)
         return variant >= 0 ? tile_flash_attention_variant(variant, b->attention, NULL)
                             : tile_flash_attention(b->attention, NULL);
+    if (op == OP_GROUPED_MATMUL)
+        return variant >= 0 ? tile_grouped_matmul_variant(variant, b->grouped, NULL)
+                            : tile_grouped_matmul(b->grouped, NULL);
     if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
         const int log = op == OP_LOG_SOFTMAX;
         if (variant >= 0)
@@ -537,10 +643,37 @@ static int batch_for(size_t bytes) {
     return n < 1 ? 1 : n > 200 ? 200 : n;
 }
 
+/* The compute-bound ops (attention, grouped matmul; b holds the call's args): the median time
+ * per launch over batches of about 1 ms at 200 TFLOP/s plus 4 us per launch (`flops` per
+ * launch; inputs not rotated), and the name of the variant that ran: --variant's, or the one
+ * dispatch picks. A failing call prints its status and gives EXIT_CHECK_FAILED, else 0. */
+static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
+                           const options *o, double flops, double *ms, const char **name) {
+    const double est_ms = flops / 200e12 * 1e3 + 0.004;
+    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
+    const int32_t variant = o->variant ? tile_variant_find(o->variant) : -1;
+    const tile_status s = time_op(gpu, b, op, variant, (tile_dtype)o->dtype, 0, 0, batch,
+                                  o->iters < 64 ? o->iters : 64, ms);
+    if (s != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
+        return EXIT_CHECK_FAILED;
+    }
+    *name = o->variant ? o->variant : "?";
+    tile_decision dec = {.struct_size = sizeof dec};
+    tile_variant_info info = {.struct_size = sizeof info};
+    if (!o->variant &&
+        (op == OP_ATTENTION ? tile_flash_attention_explain(b->attention, 0, &dec)
+                            : tile_grouped_matmul_explain(b->grouped, 0, &dec)) ==
+            TILE_STATUS_SUCCESS &&
+        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
+        *name = info.name; /* the registry's string: static */
+    return 0;
+}
+
 /* fusedops bench attention: TFLOP/s of one BSHD problem, q, k and v uniform in [-1, 1). It is
  * compute-bound, so the inputs are not rotated. FLOPs: 4 * b * h * s_q * s_k * d (QK^T and PV),
  * halved for causal. */
-static int bench_attention(const options *o, int32_t variant) {
+static int bench_attention(const options *o) {
     if (o->dtype < 0 || o->ndims != 4) return usage("bench attention needs --dtype and --shape BxHxSxD");
     for (int i = 0; i < 4; i++)
         if (o->dims[i] < 1 || o->dims[i] > (1 << 20))
@@ -564,30 +697,105 @@ static int bench_attention(const options *o, int32_t variant) {
         return EXIT_USAGE;
     const double flops = 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
     bench_buffers b = {.attention = &a};
-    /* about 1 ms per batch at 200 TFLOP/s plus 4 us per launch */
-    const double est_ms = flops / 200e12 * 1e3 + 0.004;
-    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
     double ms;
-    tile_status s = time_op(&gpu, &b, OP_ATTENTION, variant, dtype, 0, 0, batch,
-                            o->iters < 64 ? o->iters : 64, &ms);
-    if (s != TILE_STATUS_SUCCESS) {
-        fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
-        return EXIT_CHECK_FAILED;
-    }
-    const char *name = o->variant;
-    tile_decision dec = {.struct_size = sizeof dec};
-    tile_variant_info info = {.struct_size = sizeof info};
-    if (!name && tile_flash_attention_explain(&a, 0, &dec) == TILE_STATUS_SUCCESS &&
-        tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
-        name = info.name;
+    const char *name;
+    if (time_compute_op(&gpu, &b, OP_ATTENTION, o, flops, &ms, &name)) return EXIT_CHECK_FAILED;
     printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s) on %s: %s\n"
            "  %.4f ms, %.1f TFLOP/s\n",
            tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
            (long long)o->dims[2], (long long)o->dims[3], (long long)hkv, (long long)sk,
-           o->causal ? ", causal" : "", gpu.name, name ? name : "?", ms,
+           o->causal ? ", causal" : "", gpu.name, name, ms,
            flops / (ms * 1e-3) / 1e12);
     const CUdeviceptr bufs[] = {q, k, v, out};
     for (size_t i = 0; i < 4; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
+    support_gpu_close(&gpu);
+    return 0;
+}
+
+/* A device buffer of n random values uniform in [lo, hi) as dtype storage, filled in chunks: B
+ * of a large grouped matmul holds billions of elements, too many for a host float copy. */
+static CUdeviceptr upload_random(const support_gpu *gpu, tile_dtype dtype, size_t n,
+                                 uint64_t seed, float lo, float hi) {
+    enum { CHUNK = 1 << 24 };
+    const size_t elem = support_dtype_size(dtype), chunk = n < CHUNK ? n : CHUNK;
+    CUdeviceptr p;
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&p, n * elem));
+    void *host = support_xmalloc(chunk * elem);
+    for (size_t at = 0; at < n; at += chunk) {
+        const size_t m = n - at < chunk ? n - at : chunk;
+        /* the seed offset continues one stream over all n (as support_random_stored's chunks) */
+        support_random_stored(dtype, host, m, seed + 0x9e3779b97f4a7c15ull * at, lo, hi);
+        SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(p + at * elem, host, m * elem));
+    }
+    free(host);
+    return p;
+}
+
+static int compare_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The routing of bench grouped_matmul: group sizes from a symmetric Dirichlet (alpha 1:
+ * uniform over the simplex, so some experts get several times the mean and some almost
+ * nothing), always the same draw for a shape. */
+static const double bench_gmm_alpha = 1.0;
+static const uint64_t bench_gmm_seed = 7;
+
+/* fusedops bench grouped_matmul: TFLOP/s of one dense problem, A, B and bias uniform in
+ * [-1, 1), the rows split over the groups by a skewed draw. Compute-bound, so the inputs are not
+ * rotated. FLOPs: 2 * M * N * K (the bias is not counted). */
+static int bench_grouped_matmul(const options *o) {
+    if (o->dtype < 0 || o->ndims != 4)
+        return usage("bench grouped_matmul needs --dtype and --shape GxMxKxN");
+    tile_grouped_matmul_args g;
+    if (grouped_args_of(o, NULL, NULL, NULL, NULL, NULL, &g)) return EXIT_USAGE;
+    const int64_t G = g.groups, M = g.total_m, K = g.k, N = g.n;
+    const double most = (double)(1LL << 34);
+    if (M < 1 || (double)M * K > most || (double)G * K * N > most || (double)M * N > most)
+        return usage("bench grouped_matmul takes M >= 1 and at most 2^34 elements per tensor");
+    support_gpu gpu;
+    if (open_gpu(&gpu)) return EXIT_NO_GPU;
+    const tile_driver *d = gpu.drv;
+    const tile_dtype dtype = g.dtype;
+    int32_t *ends = support_xmalloc((size_t)G * sizeof *ends);
+    support_skewed_group_ends((int32_t)G, M, bench_gmm_alpha, bench_gmm_seed, ends);
+    const CUdeviceptr a = upload_random(&gpu, dtype, (size_t)(M * K), 21, -1.0f, 1.0f);
+    const CUdeviceptr b = upload_random(&gpu, dtype, (size_t)(G * K * N), 22, -1.0f, 1.0f);
+    const CUdeviceptr bias = upload_random(&gpu, dtype, (size_t)(G * N), 23, -1.0f, 1.0f);
+    CUdeviceptr c, offsets;
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&c, (size_t)(M * N) * support_dtype_size(dtype)));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&offsets, (size_t)G * sizeof *ends));
+    SUPPORT_CHECK(&gpu, d->cuMemcpyHtoD(offsets, ends, (size_t)G * sizeof *ends));
+    g.c = DEVICE_PTR(c), g.a = DEVICE_PTR(a), g.b = DEVICE_PTR(b);
+    g.offsets = DEVICE_PTR(offsets);
+    if (o->bias) g.bias = DEVICE_PTR(bias);
+    const double flops = 2.0 * (double)M * (double)N * (double)K;
+    bench_buffers bb = {.grouped = &g};
+    double ms;
+    const char *name;
+    if (time_compute_op(&gpu, &bb, OP_GROUPED_MATMUL, o, flops, &ms, &name))
+        return EXIT_CHECK_FAILED;
+    int64_t *sizes = support_xmalloc((size_t)G * sizeof *sizes);
+    int32_t empty = 0;
+    for (int64_t i = 0; i < G; i++) {
+        sizes[i] = ends[i] - (i ? ends[i - 1] : 0);
+        empty += sizes[i] == 0;
+    }
+    qsort(sizes, (size_t)G, sizeof *sizes, compare_i64);
+    printf("grouped_matmul %s %lldx%lldx%lldx%lld (B [g,%s]%s) on %s: %s\n"
+           "  group sizes skewed, from a Dirichlet(%.1f) draw (seed %llu): min %lld, median "
+           "%lld, max %lld rows (mean %.1f), %d empty\n"
+           "  %.4f ms, %.1f TFLOP/s (2 * M * N * K FLOPs)\n",
+           tile_dtype_string(dtype), (long long)G, (long long)M, (long long)K, (long long)N,
+           o->b_nk ? "n,k" : "k,n", o->bias ? ", bias" : "", gpu.name, name,
+           bench_gmm_alpha, (unsigned long long)bench_gmm_seed, (long long)sizes[0],
+           (long long)sizes[G / 2], (long long)sizes[G - 1], (double)M / (double)G, empty, ms,
+           flops / (ms * 1e-3) / 1e12);
+    const CUdeviceptr bufs[] = {a, b, bias, c, offsets};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(bufs[i]));
+    free(ends);
+    free(sizes);
     support_gpu_close(&gpu);
     return 0;
 }
@@ -597,8 +805,8 @@ static int cmd_bench(int argc, char **argv) {
     if (op < 0) return usage("bench takes an op (OP below)");
     options o;
     if (parse_options(argc, argv, 3, &o)) return EXIT_USAGE;
-    if (op == OP_ATTENTION)
-        return bench_attention(&o, o.variant ? tile_variant_find(o.variant) : -1);
+    if (op == OP_ATTENTION) return bench_attention(&o);
+    if (op == OP_GROUPED_MATMUL) return bench_grouped_matmul(&o);
     if (o.ndims && o.ndims != 2) return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
     if (o.log_softmax && op == OP_SOFTMAX) op = OP_LOG_SOFTMAX; /* --log, as before */
     if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");

@@ -344,12 +344,14 @@ TILE_API tile_status tile_flash_attention_explain(const tile_flash_attention_arg
  * Layout by strides, in elements: element (m, kk) of A is a[m * lda + kk]; element (m, nn) of C
  * is c[m * ldc + nn]; element (kk, nn) of B_g is
  * b[g * b_group_stride + kk * b_k_stride + nn * b_n_stride], with b_n_stride == 1 (B stored
- * [groups, k, n]) or b_k_stride == 1 (B stored [groups, n, k], as torch's weight.t() views).
+ * [groups, k, n]) or b_k_stride == 1 (B stored [groups, n, k], as torch's weight.t() views);
+ * both 1 only where n or k is 1.
  * offsets is int32 on the device, `groups` cumulative row ends (torch._grouped_mm's `offs`):
  * nondecreasing, offsets[groups - 1] <= total_m. It is read on the device only (no host sync,
  * no allocation: the call can be captured in a CUDA graph), so it is not validated: the kernel
  * clamps each end into [previous end, total_m], and rows of C past offsets[groups - 1] are left
- * untouched. Groups may be empty.
+ * untouched. Groups may be empty; total_m == 0 launches nothing (after the device and dispatch
+ * checks) and succeeds.
  */
 typedef struct tile_grouped_matmul_args {
     size_t struct_size;       /* sizeof(tile_grouped_matmul_args) as the caller compiled it */
@@ -374,12 +376,15 @@ TILE_API tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args,
 /*
  * Runs the grouped matrix product on `stream`. Status: INVALID_ARGUMENT for a NULL or too small
  * args, NULL a, b, c or offsets, groups outside [1, 65536], total_m < 0, n or k < 1, ldc < n,
- * lda < k, neither B stride 1, negative strides, B strides under which two elements of a group
- * share an address, a bias_group_stride < n with a bias, extents that overflow int64;
- * UNSUPPORTED_DTYPE for fp32; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda,
- * ldc, the B strides other than the unit one and bias_group_stride are multiples of 8 elements
- * (the message names the least aligned argument), or offsets is not 4-byte aligned; otherwise
- * as tile_softmax.
+ * lda < k, neither B stride 1 (or both, with n and k above 1), negative strides, B strides
+ * under which two elements of B share an address (taken in increasing order, each of B's
+ * strides must be at least the contiguous extent plus the span of the smaller ones; across
+ * groups too: b_group_stride 0 only with one group), a bias_group_stride < n with a bias and
+ * groups > 1, extents that overflow int64; UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for n or k
+ * of 2^31 or more; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda, ldc, the B
+ * strides other than the unit one and bias_group_stride are multiples of 8 elements (the
+ * message names the least aligned argument), or offsets is not 4-byte aligned; otherwise as
+ * tile_softmax.
  */
 TILE_API tile_status tile_grouped_matmul(const tile_grouped_matmul_args *args,
                                          tile_stream stream);

@@ -8,7 +8,7 @@ rm -rf .device && mkdir -p .device/bin .device/lib .device/tests
 cp -P "$build"/libfusedops.so* .device/lib/
 cp "$build/fusedops" .device/bin/
 [ -f "$build/example_softmax" ] && cp "$build/example_softmax" .device/bin/
-for b in bench_softmax bench_norm bench_attention; do [ -f "$build/bench/$b" ] && cp "$build/bench/$b" .device/bin/; done
+for b in bench_softmax bench_norm bench_attention bench_grouped_matmul; do [ -f "$build/bench/$b" ] && cp "$build/bench/$b" .device/bin/; done
 [ -f "$build/example_transformer_block" ] && cp "$build/example_transformer_block" .device/bin/
 for t in "$build"/tests/test_*gpu*; do [ -x "$t" ] && cp "$t" .device/tests/; done
 # Whatever the carried binaries link that the device image lacks (cmocka, Google Benchmark,

@@ -45,7 +45,7 @@ if [[ $steps == *" bench "* ]]; then
   done
 fi
 if [[ $steps == *" gtest "* ]]; then
-  for b in ${GTEST_BENCHES:-bench_softmax bench_norm bench_attention}; do
+  for b in ${GTEST_BENCHES:-bench_softmax bench_norm bench_attention bench_grouped_matmul}; do
     "$D/bin/$b" --benchmark_out="$OUT/$b.json" --benchmark_out_format=json \
       --benchmark_min_time=0.05 >"$OUT/gbench_$b.log" 2>&1
     echo "google bench $b rc=$?" | tee -a "$summary"

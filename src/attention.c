@@ -1,8 +1,5 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "attention_args.h"
 #include "internal.h"
@@ -15,132 +12,39 @@ static const char attention_op[] = "attention";
 
 tile_status tile_flash_attention_init(tile_flash_attention_args *args, size_t struct_size) {
     tile_begin_call();
-    if (!args)
-        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "tile_flash_attention_init: args is NULL");
-    if (struct_size < TILE_FLASH_ATTENTION_ARGS_V1_SIZE)
-        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "tile_flash_attention_init: struct_size is %zu; pass "
-                         "sizeof(tile_flash_attention_args) (%zu)",
-                         struct_size, sizeof(tile_flash_attention_args));
-    memset(args, 0, struct_size);
-    args->struct_size = struct_size;
-    return TILE_STATUS_SUCCESS;
+    return tile_init_versioned("tile_flash_attention_init", args, struct_size,
+                               TILE_FLASH_ATTENTION_ARGS_V1_SIZE, "tile_flash_attention_args",
+                               sizeof(tile_flash_attention_args));
 }
 
 /* Copies the caller's args (of the size they were compiled with) into a full, zeroed struct. */
 static tile_status copy_args(const char *fn, const tile_flash_attention_args *args,
                              tile_flash_attention_args *a) {
-    if (!args) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (args->struct_size < TILE_FLASH_ATTENTION_ARGS_V1_SIZE)
-        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: args->struct_size is %zu; set it to "
-                         "sizeof(tile_flash_attention_args) (%zu)",
-                         fn, args->struct_size, sizeof(tile_flash_attention_args));
-    memset(a, 0, sizeof *a);
-    memcpy(a, args, args->struct_size < sizeof *a ? args->struct_size : sizeof *a);
-    return TILE_STATUS_SUCCESS;
+    return tile_copy_versioned(fn, args, TILE_FLASH_ATTENTION_ARGS_V1_SIZE,
+                               "tile_flash_attention_args", a, sizeof *a);
 }
 
-/* One of q, k, v, o: [batch or 1, tokens, heads, head_dim] by strides. */
-typedef struct tensor_desc {
-    const char *name;
-    const void *p;
-    int64_t batch_stride, seq_stride, head_stride;
-    int64_t batches, tokens, heads;
-    int is_output;
-} tensor_desc;
-
-/* The alignment of every tensor pointer and stride (what dispatch matches against a variant's
- * align_bytes), and the argument that set it, for a MISALIGNED message that names it. */
-typedef struct alignment {
-    int32_t bytes;
-    char what[96];
-} alignment;
-
-static void lower_alignment(alignment *al, uint64_t value, const char *fmt, ...)
-    TILE_PRINTF(3, 4);
-static void lower_alignment(alignment *al, uint64_t value, const char *fmt, ...) {
-    const int32_t a = tile_alignment_of(value);
-    if (a >= al->bytes) return;
-    al->bytes = a;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(al->what, sizeof al->what, fmt, ap);
-    va_end(ap);
-}
-
-/* An output's positions must not share elements: taken in increasing order, each of its
- * strides (over an axis of more than one position) is at least the span of head_dim and the
- * axes before it. */
-static tile_status check_output_overlap(const char *fn, const tensor_desc *t, int64_t head_dim,
-                                        const int64_t strides[3], const int64_t counts[3],
-                                        const char *const axis[3]) {
-    int order[3] = {2, 1, 0}, n = 0; /* head, seq, batch: the usual increasing order */
-    for (int i = 0; i < 3; i++)
-        if (counts[order[i]] > 1) order[n++] = order[i];
-    for (int i = 1; i < n; i++) /* insertion sort by stride; ties keep the usual order */
-        for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
-            const int tmp = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = tmp;
-        }
-    int64_t span = head_dim; /* no overflow: the extent check bounds the sum */
-    for (int i = 0; i < n; i++) {
-        const int x = order[i];
-        if (strides[x] < span)
-            return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                             "%s: %s_%s_stride is %lld; it must be >= %lld (head_dim %lld and "
-                             "the axes of smaller stride), or %s's positions overlap",
-                             fn, t->name, axis[x], (long long)strides[x], (long long)span,
-                             (long long)head_dim, t->name);
-        span += (counts[x] - 1) * strides[x];
-    }
-    return TILE_STATUS_SUCCESS;
-}
-
-/* Checks a tensor's pointer, strides and byte extent; lowers al to what its pointer and
- * strides allow. */
-static tile_status check_tensor(const char *fn, const tensor_desc *t, int64_t head_dim,
-                                size_t elem, alignment *al) {
-    if (!t->p) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn, t->name);
-    const int64_t strides[3] = {t->batch_stride, t->seq_stride, t->head_stride};
-    const int64_t counts[3] = {t->batches, t->tokens, t->heads};
-    static const char *const axis[3] = {"batch", "seq", "head"};
-    int64_t last = head_dim; /* elements up to the last one, + 1 */
-    const int64_t limit = INT64_MAX / (int64_t)elem;
-    for (int i = 0; i < 3; i++) {
-        if (strides[i] < 0)
-            return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                             "%s: %s_%s_stride is %lld; strides must be >= 0", fn, t->name,
-                             axis[i], (long long)strides[i]);
-        if (counts[i] > 1 && strides[i] > 0) {
-            if (strides[i] > (limit - last) / (counts[i] - 1))
-                return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                                 "%s: %s's extent (%lld x %s_%s_stride %lld) in %zu-byte "
-                                 "elements overflows int64",
-                                 fn, t->name, (long long)counts[i], t->name, axis[i],
-                                 (long long)strides[i], elem);
-            last += (counts[i] - 1) * strides[i];
-        }
-        if (counts[i] > 1)
-            lower_alignment(al, (uint64_t)strides[i] * elem, "%s_%s_stride %lld (%llu bytes)",
-                            t->name, axis[i], (long long)strides[i],
-                            (unsigned long long)strides[i] * elem);
-    }
-    if (t->is_output) {
-        tile_status s = check_output_overlap(fn, t, head_dim, strides, counts, axis);
-        if (s != TILE_STATUS_SUCCESS) return s;
-    }
-    if ((uintptr_t)t->p % elem)
-        return tile_fail(TILE_STATUS_MISALIGNED, "%s: %s (%p) is not aligned to its %zu-byte elements",
-                         fn, t->name, t->p, elem);
-    lower_alignment(al, (uintptr_t)t->p, "%s (%p)", t->name, t->p);
-    return TILE_STATUS_SUCCESS;
+/* One of q, k, v, o: [batch or 1, tokens, heads] positions of head_dim elements, by strides;
+ * the output's positions must be distinct. */
+static tile_tensor attention_tensor(const char *name, const void *p,
+                                    const char *const stride_names[3], int64_t batch_stride,
+                                    int64_t seq_stride, int64_t head_stride, int64_t batches,
+                                    int64_t tokens, int64_t heads, int64_t head_dim,
+                                    int is_output) {
+    return (tile_tensor){.name = name,
+                         .p = p,
+                         .axes = 3,
+                         .stride_names = {stride_names[0], stride_names[1], stride_names[2]},
+                         .strides = {batch_stride, seq_stride, head_stride},
+                         .counts = {batches, tokens, heads},
+                         .inner_name = "head_dim",
+                         .inner = head_dim,
+                         .distinct = is_output};
 }
 
 /* Validates *a (every rule in fusedops.h) and computes the alignment of every tensor. */
 static tile_status check_args(const char *fn, const tile_flash_attention_args *a,
-                              alignment *align) {
+                              tile_alignment *align) {
     if (a->dtype != TILE_DTYPE_F16 && a->dtype != TILE_DTYPE_BF16)
         return tile_fail(TILE_STATUS_UNSUPPORTED_DTYPE,
                          "%s: dtype %d (%s) is not TILE_DTYPE_F16 or TILE_DTYPE_BF16", fn,
@@ -192,19 +96,23 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     const int64_t batches = varlen ? 1 : a->batch;
     const int64_t tokens_q = varlen ? a->total_q : a->seqlen_q;
     const int64_t tokens_k = varlen ? a->total_k : a->seqlen_k;
-    const tensor_desc tensors[4] = {
-        {"q", a->q, a->q_batch_stride, a->q_seq_stride, a->q_head_stride, batches, tokens_q,
-         a->heads_q, 0},
-        {"k", a->k, a->k_batch_stride, a->k_seq_stride, a->k_head_stride, batches, tokens_k,
-         a->heads_kv, 0},
-        {"v", a->v, a->v_batch_stride, a->v_seq_stride, a->v_head_stride, batches, tokens_k,
-         a->heads_kv, 0},
-        {"o", a->o, a->o_batch_stride, a->o_seq_stride, a->o_head_stride, batches, tokens_q,
-         a->heads_q, 1},
+    static const char *const q_strides[3] = {"q_batch_stride", "q_seq_stride", "q_head_stride"};
+    static const char *const k_strides[3] = {"k_batch_stride", "k_seq_stride", "k_head_stride"};
+    static const char *const v_strides[3] = {"v_batch_stride", "v_seq_stride", "v_head_stride"};
+    static const char *const o_strides[3] = {"o_batch_stride", "o_seq_stride", "o_head_stride"};
+    const tile_tensor tensors[4] = {
+        attention_tensor("q", a->q, q_strides, a->q_batch_stride, a->q_seq_stride,
+                         a->q_head_stride, batches, tokens_q, a->heads_q, a->head_dim, 0),
+        attention_tensor("k", a->k, k_strides, a->k_batch_stride, a->k_seq_stride,
+                         a->k_head_stride, batches, tokens_k, a->heads_kv, a->head_dim, 0),
+        attention_tensor("v", a->v, v_strides, a->v_batch_stride, a->v_seq_stride,
+                         a->v_head_stride, batches, tokens_k, a->heads_kv, a->head_dim, 0),
+        attention_tensor("o", a->o, o_strides, a->o_batch_stride, a->o_seq_stride,
+                         a->o_head_stride, batches, tokens_q, a->heads_q, a->head_dim, 1),
     };
-    *align = (alignment){.bytes = 256};
+    *align = (tile_alignment){.bytes = 256};
     for (int i = 0; i < 4; i++) {
-        tile_status s = check_tensor(fn, &tensors[i], a->head_dim, elem, align);
+        tile_status s = tile_check_tensor(fn, &tensors[i], elem, align);
         if (s != TILE_STATUS_SUCCESS) return s;
     }
     if (a->lse && (uintptr_t)a->lse % sizeof(float))
@@ -282,35 +190,17 @@ static tile_status launch(const tile_device *device, int32_t variant,
     return tile_launch(device, variant, m_blocks * a->heads_q * a->batch, stream, args);
 }
 
-/* Dispatch's MISALIGNED names the alignment a variant needs; add which argument of the
- * caller's has less (and the function, where the message lacks it). */
-static tile_status name_misaligned(const char *fn, tile_status s, const alignment *al) {
-    if (s != TILE_STATUS_MISALIGNED) return s;
-    char detail[512];
-    snprintf(detail, sizeof detail, "%s", tile_last_error());
-    const int named = !strncmp(detail, fn, strlen(fn));
-    return tile_fail(s, "%s%s%s; the least aligned argument is %s", named ? "" : fn,
-                     named ? "" : ": ", detail, al->what);
-}
-
 static tile_status run(const char *fn, int forced, int32_t variant,
                        const tile_flash_attention_args *args, tile_stream stream) {
     tile_begin_call();
     tile_flash_attention_args a;
     tile_status s = copy_args(fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;
-    alignment al;
+    tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
-    if (forced && (s = tile_check_variant_index(fn, variant, attention_op, a.dtype))) return s;
-    const tile_device *device;
-    if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = problem_of(&a, al.bytes);
-    p.arch = device->arch;
-    p.sm_count = device->sm_count;
-    p.smem_limit = device->smem_limit;
-    if (forced) s = tile_check_variant(fn, variant, &p);
-    else s = tile_dispatch_cached(&p, &variant);
-    if (s != TILE_STATUS_SUCCESS) return name_misaligned(fn, s, &al);
+    const tile_device *device;
+    if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
     return launch(device, variant, &a, stream);
 }
 
@@ -331,8 +221,8 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     if (s != TILE_STATUS_SUCCESS) return s;
     tile_flash_attention_args a;
     if ((s = copy_args(fn, args, &a)) != TILE_STATUS_SUCCESS) return s;
-    alignment al;
+    tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = problem_of(&a, al.bytes);
-    return name_misaligned(fn, tile_explain_problem(fn, &p, arch, decision), &al);
+    return tile_name_misaligned(fn, tile_explain_problem(fn, &p, arch, decision), &al);
 }

@@ -136,9 +136,28 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
     }
 }
 
-/* Heuristic cost of a row-wise variant (lower is better): how many times the ideal traffic
- * it moves, times how badly it fills the GPU. Used only where no tuned entry applies. */
-static double heuristic_cost(const tile_variant *v, const tile_problem *p) {
+/* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows
+ * is the average group's rows and p->cols the columns of C. */
+static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) {
+    double cost = 1.0;
+    /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync, as for attention.
+     * The tile terms below stay within [1, 2), so the arch never loses to a tile size. */
+    if (v->arch_min >= 90) cost *= 0.25;
+    /* A tile's size, by its threads and rows (BLOCK_M): a larger one reads each A and B element
+     * for more products, which pays once groups are tall and C wide; on fewer rows per group
+     * or a narrow C it pads each group's last block and leaves SMs idle, so smaller then. */
+    const double tile = (double)v->threads * v->rows_per_program;
+    const double larger = tile / (tile + 4096.0); /* in (0, 1), growing with the tile */
+    if (p->rows >= 128 && p->cols >= 1024) cost *= 2.0 - larger;
+    else cost *= 1.0 + larger;
+    return cost;
+}
+
+/* Heuristic cost of a variant (lower is better), used only where no tuned entry applies. For
+ * the row-wise ops (and attention): how many times the ideal traffic it moves, times how badly
+ * it fills the GPU. */
+double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
+    if (!strcmp(v->op, "grouped_matmul")) return grouped_matmul_cost(v, p);
     const int32_t sms = p->sm_count > 0 ? p->sm_count : 132;
     double cost;
     int64_t programs;
@@ -242,7 +261,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *v = &tile_registry[i];
         if (!tile_variant_eligible(v, p, NULL)) continue;
-        double cost = heuristic_cost(v, p);
+        double cost = tile_heuristic_cost(v, p);
         if (decision->variant < 0 || cost < best_cost) {
             best_cost = cost;
             decision->variant = i;
@@ -328,6 +347,18 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
     /* "cols": op and dtype were checked above */
     return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s takes at most %lld columns, got cols %lld",
                      fn, v->name, (long long)v->max_cols, (long long)p->cols);
+}
+
+tile_status tile_choose_variant(const char *fn, int forced, int32_t *variant, tile_problem *p,
+                                const tile_alignment *al, const tile_device **device) {
+    tile_status s;
+    if (forced && (s = tile_check_variant_index(fn, *variant, p->op, p->dtype))) return s;
+    if ((s = tile_current_device(device)) != TILE_STATUS_SUCCESS) return s;
+    p->arch = (*device)->arch;
+    p->sm_count = (*device)->sm_count;
+    p->smem_limit = (*device)->smem_limit;
+    s = forced ? tile_check_variant(fn, *variant, p) : tile_dispatch_cached(p, variant);
+    return al ? tile_name_misaligned(fn, s, al) : s;
 }
 
 tile_status tile_check_decision(const char *fn, const tile_decision *decision) {

@@ -53,6 +53,10 @@ int32_t tile_arch_smem_limit(int32_t arch);
 /* Whether variant v can run problem p; if not, *why says which predicate failed. */
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why);
 
+/* The heuristic's cost of running p on variant v (lower is better; v eligible for p), what
+ * dispatch compares where no tuned entry applies. */
+double tile_heuristic_cost(const tile_variant *v, const tile_problem *p);
+
 /* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
  * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);
@@ -90,6 +94,60 @@ tile_status tile_check_operand(const char *op, const char *name, const char *ld_
 tile_status tile_check_vector(const char *op, const char *name, const void *p, int64_t n,
                               size_t elem, int32_t *align);
 
+/* ---- Versioned argument structs (size_t struct_size as their first member). */
+
+/* The body of the *_init entry points: INVALID_ARGUMENT for a NULL args or a struct_size below
+ * v1_size (nothing written), else zeroes struct_size bytes and sets the struct_size member.
+ * `type` names the struct in messages ("tile_flash_attention_args", full size `size`). */
+tile_status tile_init_versioned(const char *fn, void *args, size_t struct_size, size_t v1_size,
+                                const char *type, size_t size);
+/* Copies the caller's args (of the size they were compiled with, read from its struct_size)
+ * into *out, a full struct of `size` bytes, zeroing the fields the caller's version lacks.
+ * INVALID_ARGUMENT for a NULL args or a struct_size below v1_size. */
+tile_status tile_copy_versioned(const char *fn, const void *args, size_t v1_size,
+                                const char *type, void *out, size_t size);
+
+/* ---- Strided tensors (attention, grouped matmul). */
+
+/* The alignment of every pointer and stride of a call (what dispatch matches against a
+ * variant's align_bytes), and the argument that set it, for a MISALIGNED message that names
+ * it. Start at {.bytes = 256}. */
+typedef struct tile_alignment {
+    int32_t bytes;
+    char what[96];
+} tile_alignment;
+
+/* Lowers al to the alignment of `value` (an address or a stride in bytes), recording the
+ * argument (printf-formatted) when it is the least aligned so far. */
+void tile_lower_alignment(tile_alignment *al, uint64_t value, const char *fmt, ...)
+    TILE_PRINTF(3, 4);
+
+/* Dispatch's MISALIGNED names the alignment a variant needs; this adds which argument of the
+ * caller's has less (and the function, where the message lacks it). Other statuses pass. */
+tile_status tile_name_misaligned(const char *fn, tile_status s, const tile_alignment *al);
+
+/* A tensor laid out by strides, in elements: up to three strided axes over positions, each
+ * position a contiguous run of `inner` elements. Element (i0, i1, i2, d) is at
+ * p[i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + d]. */
+typedef struct tile_tensor {
+    const char *name;             /* "q", "b": the pointer argument */
+    const void *p;
+    int32_t axes;                 /* 1 to 3 */
+    const char *stride_names[3];  /* the stride arguments, "q_batch_stride" ... */
+    int64_t strides[3], counts[3];
+    const char *inner_name;       /* the argument holding the contiguous extent, "head_dim" */
+    int64_t inner;
+    int distinct; /* 1: no two elements may share an address (an output; grouped matmul's B) */
+} tile_tensor;
+
+/* Checks a tensor: pointer not NULL, strides >= 0, byte extent within int64, distinct
+ * positions where asked (taken in increasing order, each stride of an axis of more than one
+ * position at least `inner` plus the span of the smaller ones), pointer aligned to its element
+ * (MISALIGNED); lowers al by its pointer and by each stride of an axis of more than one
+ * position. */
+tile_status tile_check_tensor(const char *fn, const tile_tensor *t, size_t elem,
+                              tile_alignment *al);
+
 /* INVALID_ARGUMENT unless 0 <= variant < tile_registry_count; NOT_SUPPORTED unless the variant
  * is one of `op` for `dtype`. Needs no device: *_variant entry points check it right after
  * their arguments. */
@@ -99,6 +157,14 @@ tile_status tile_check_variant_index(const char *fn, int32_t variant, const char
  * point `fn` reports when it may not (index out of range, wrong op or dtype, arch, shared
  * memory, alignment, shape). */
 tile_status tile_check_variant(const char *fn, int32_t variant, const tile_problem *p);
+
+/* The variant an op's launch runs for p (op, dtype, rows, cols, align and features set): with
+ * `forced`, *variant itself once tile_check_variant_index passes (before the device is
+ * needed), else dispatch's pick; in between, the current device, whose arch, SM count and
+ * shared-memory limit complete p. A MISALIGNED names al's least aligned argument (al may be
+ * NULL). */
+tile_status tile_choose_variant(const char *fn, int forced, int32_t *variant, tile_problem *p,
+                                const tile_alignment *al, const tile_device **device);
 
 /* INVALID_ARGUMENT unless decision is not NULL and its struct_size holds version 1. */
 tile_status tile_check_decision(const char *fn, const tile_decision *decision);

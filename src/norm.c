@@ -3,7 +3,6 @@
  * tile_add_norm_args, which one validator checks and one launcher turns into the kernels'
  * argument block. */
 #include <math.h>
-#include <string.h>
 
 #include "internal.h"
 #include "norm_args.h"
@@ -194,14 +193,8 @@ tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x, cons
 /* Copies the caller's args (of the size they were compiled with) into a full, zeroed struct. */
 static tile_status copy_args(const char *fn, const tile_add_norm_args *args,
                              tile_add_norm_args *a) {
-    if (!args) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    if (args->struct_size < TILE_ADD_NORM_ARGS_V1_SIZE)
-        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
-                         "%s: args->struct_size is %zu; set it to sizeof(tile_add_norm_args) (%zu)",
-                         fn, args->struct_size, sizeof(tile_add_norm_args));
-    memset(a, 0, sizeof *a);
-    memcpy(a, args, args->struct_size < sizeof *a ? args->struct_size : sizeof *a);
-    return TILE_STATUS_SUCCESS;
+    return tile_copy_versioned(fn, args, TILE_ADD_NORM_ARGS_V1_SIZE, "tile_add_norm_args", a,
+                               sizeof *a);
 }
 
 tile_status tile_residual_dropout_norm(const tile_add_norm_args *args, tile_stream stream) {

@@ -1,4 +1,8 @@
 /* Argument checks shared by the ops. Each failure names the argument and its value. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "internal.h"
 
 static int extent_overflows(int64_t rows, int64_t cols, int64_t ld, size_t elem) {
@@ -90,4 +94,110 @@ tile_status tile_check_rowwise(const char *op, tile_dtype dtype, const void *y, 
                                int64_t rows, int64_t cols, int64_t ld_y, int64_t ld_x,
                                int32_t *align) {
     return tile_check_rowwise_named(op, "y", "ld_y", dtype, y, x, rows, cols, ld_y, ld_x, align);
+}
+
+tile_status tile_init_versioned(const char *fn, void *args, size_t struct_size, size_t v1_size,
+                                const char *type, size_t size) {
+    if (!args) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    if (struct_size < v1_size)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: struct_size is %zu; pass sizeof(%s) (%zu)", fn, struct_size, type,
+                         size);
+    memset(args, 0, struct_size);
+    memcpy(args, &struct_size, sizeof struct_size); /* the struct_size member comes first */
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_copy_versioned(const char *fn, const void *args, size_t v1_size,
+                                const char *type, void *out, size_t size) {
+    if (!args) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: args is NULL", fn);
+    size_t struct_size;
+    memcpy(&struct_size, args, sizeof struct_size);
+    if (struct_size < v1_size)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: args->struct_size is %zu; set it to sizeof(%s) (%zu)", fn,
+                         struct_size, type, size);
+    memset(out, 0, size);
+    memcpy(out, args, struct_size < size ? struct_size : size);
+    return TILE_STATUS_SUCCESS;
+}
+
+void tile_lower_alignment(tile_alignment *al, uint64_t value, const char *fmt, ...) {
+    const int32_t a = tile_alignment_of(value);
+    if (a >= al->bytes) return;
+    al->bytes = a;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(al->what, sizeof al->what, fmt, ap);
+    va_end(ap);
+}
+
+tile_status tile_name_misaligned(const char *fn, tile_status s, const tile_alignment *al) {
+    if (s != TILE_STATUS_MISALIGNED) return s;
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", tile_last_error());
+    const int named = !strncmp(detail, fn, strlen(fn));
+    return tile_fail(s, "%s%s%s; the least aligned argument is %s", named ? "" : fn,
+                     named ? "" : ": ", detail, al->what);
+}
+
+/* Distinct elements: taken in increasing order, each stride (over an axis of more than one
+ * position) is at least the span of the contiguous run and the axes before it. */
+static tile_status check_distinct(const char *fn, const tile_tensor *t) {
+    int order[3], n = 0; /* the innermost axis (the last) first: ties keep that order */
+    for (int i = t->axes - 1; i >= 0; i--)
+        if (t->counts[i] > 1) order[n++] = i;
+    for (int i = 1; i < n; i++) /* insertion sort by stride */
+        for (int j = i; j > 0 && t->strides[order[j]] < t->strides[order[j - 1]]; j--) {
+            const int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    int64_t span = t->inner; /* no overflow: the extent check bounds the sum */
+    for (int i = 0; i < n; i++) {
+        const int x = order[i];
+        if (t->strides[x] < span)
+            return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                             "%s: %s is %lld; it must be >= %lld (%s %lld and the axes of "
+                             "smaller stride), or %s's positions overlap",
+                             fn, t->stride_names[x], (long long)t->strides[x], (long long)span,
+                             t->inner_name, (long long)t->inner, t->name);
+        span += (t->counts[x] - 1) * t->strides[x];
+    }
+    return TILE_STATUS_SUCCESS;
+}
+
+tile_status tile_check_tensor(const char *fn, const tile_tensor *t, size_t elem,
+                              tile_alignment *al) {
+    if (!t->p) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", fn, t->name);
+    int64_t last = t->inner; /* elements up to the last one, + 1 */
+    const int64_t limit = INT64_MAX / (int64_t)elem;
+    for (int i = 0; i < t->axes; i++) {
+        const int64_t stride = t->strides[i], count = t->counts[i];
+        if (stride < 0)
+            return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is %lld; strides must be >= 0",
+                             fn, t->stride_names[i], (long long)stride);
+        if (count > 1 && stride > 0) {
+            if (stride > (limit - last) / (count - 1))
+                return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                                 "%s: %s's extent (%lld x %s %lld) in %zu-byte elements "
+                                 "overflows int64",
+                                 fn, t->name, (long long)count, t->stride_names[i],
+                                 (long long)stride, elem);
+            last += (count - 1) * stride;
+        }
+        if (count > 1)
+            tile_lower_alignment(al, (uint64_t)stride * elem, "%s %lld (%llu bytes)",
+                                 t->stride_names[i], (long long)stride,
+                                 (unsigned long long)stride * elem);
+    }
+    if (t->distinct) {
+        tile_status s = check_distinct(fn, t);
+        if (s != TILE_STATUS_SUCCESS) return s;
+    }
+    if ((uintptr_t)t->p % elem)
+        return tile_fail(TILE_STATUS_MISALIGNED, "%s: %s (%p) is not aligned to its %zu-byte elements",
+                         fn, t->name, t->p, elem);
+    tile_lower_alignment(al, (uintptr_t)t->p, "%s (%p)", t->name, t->p);
+    return TILE_STATUS_SUCCESS;
 }

@@ -140,14 +140,34 @@ void support_unpack(tile_dtype dtype, float *dst, const void *src, size_t n) {
         dst[i] = dtype == TILE_DTYPE_F16 ? support_half_to_float(s[i]) : support_bf16_to_float(s[i]);
 }
 
+/* splitmix64's output function of the i-th (from 1) state after seed. */
+static uint64_t splitmix64(uint64_t seed, uint64_t i) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * i;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 void support_fill_uniform(float *dst, size_t n, uint64_t seed, float lo, float hi) {
     for (size_t i = 0; i < n; i++) {
-        uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
+        const uint64_t z = splitmix64(seed, i + 1);
         dst[i] = lo + (hi - lo) * (float)((double)(z >> 11) / 9007199254740992.0);
     }
+}
+
+void support_random_stored(tile_dtype dtype, void *dst, size_t n, uint64_t seed, float lo,
+                           float hi) {
+    enum { CHUNK = 1 << 20 };
+    float *tmp = support_xmalloc(CHUNK * sizeof *tmp);
+    const size_t elem = support_dtype_size(dtype);
+    for (size_t at = 0; at < n; at += CHUNK) {
+        const size_t m = n - at < CHUNK ? n - at : CHUNK;
+        /* support_fill_uniform hashes seed + golden * (index + 1): this offset makes the values
+         * those of one call over all n. */
+        support_fill_uniform(tmp, m, seed + 0x9e3779b97f4a7c15ull * at, lo, hi);
+        support_pack(dtype, (unsigned char *)dst + at * elem, tmp, m);
+    }
+    free(tmp);
 }
 
 void support_softmax_reference(double *y, const float *x, int64_t rows, int64_t cols, int64_t ld,
@@ -418,7 +438,7 @@ CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float
     void *packed = support_xmalloc(n * elem);
     support_pack(dtype, packed, v, n);
     SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(base, n * elem + offset * elem + 256));
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*base + offset * elem, packed, n * elem));
+    if (n) SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*base + offset * elem, packed, n * elem));
     free(packed);
     return *base + offset * elem;
 }
@@ -775,5 +795,288 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         for (size_t i = 0; i < sizeof done / sizeof *done; i++) free(done[i]);
     }
     support_attention_free(gpu, &p);
+    return bad;
+}
+
+/* ---------------------------------------------------------------- grouped matmul */
+
+/* The i-th (from 1) uniform draw in (0, 1) of the stream `seed`. */
+static double uniform_open(uint64_t seed, uint64_t *i) {
+    return ((double)(splitmix64(seed, ++*i) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* Gamma(alpha, 1): Marsaglia and Tsang's method; below alpha 1 through
+ * Gamma(alpha + 1) * U^(1 / alpha). Standard normals by Box-Muller. */
+static double gamma_sample(double alpha, uint64_t seed, uint64_t *i) {
+    if (alpha < 1.0)
+        return gamma_sample(alpha + 1.0, seed, i) * pow(uniform_open(seed, i), 1.0 / alpha);
+    const double d = alpha - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        const double u1 = uniform_open(seed, i), u2 = uniform_open(seed, i);
+        const double x = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+        double v = 1.0 + c * x;
+        if (v <= 0.0) continue;
+        v = v * v * v;
+        if (log(uniform_open(seed, i)) < 0.5 * x * x + d - d * v + d * log(v)) return d * v;
+    }
+}
+
+typedef struct share {
+    double fraction;
+    int32_t group;
+} share;
+
+static int by_fraction_desc(const void *x, const void *y) {
+    const share *a = x, *b = y;
+    if (a->fraction != b->fraction) return a->fraction < b->fraction ? 1 : -1;
+    return (a->group > b->group) - (a->group < b->group); /* ties: lower group first */
+}
+
+void support_skewed_group_ends(int32_t groups, int64_t rows, double alpha, uint64_t seed,
+                               int32_t *ends) {
+    double *w = support_xmalloc((size_t)groups * sizeof *w);
+    share *rest = support_xmalloc((size_t)groups * sizeof *rest);
+    uint64_t draw = 0;
+    double sum = 0.0;
+    for (int32_t g = 0; g < groups; g++) sum += w[g] = gamma_sample(alpha, seed, &draw);
+    int64_t given = 0;
+    for (int32_t g = 0; g < groups; g++) {
+        /* all gammas underflowing (tiny alpha) falls back to an even split */
+        const double exact = sum > 0.0 ? w[g] / sum * (double)rows : (double)rows / groups;
+        const int64_t whole = (int64_t)floor(exact);
+        w[g] = (double)whole;
+        rest[g] = (share){exact - (double)whole, g};
+        given += whole;
+    }
+    qsort(rest, (size_t)groups, sizeof *rest, by_fraction_desc);
+    for (int64_t r = 0; r < rows - given; r++) w[rest[r % groups].group] += 1.0;
+    int64_t end = 0;
+    for (int32_t g = 0; g < groups; g++) ends[g] = (int32_t)(end += (int64_t)w[g]);
+    free(w);
+    free(rest);
+}
+
+static float round_stored(tile_dtype dtype, float f) {
+    uint16_t h;
+    support_pack(dtype, &h, &f, 1);
+    float r;
+    support_unpack(dtype, &r, &h, 1);
+    return r;
+}
+
+/* The group of row m under ends clamped into [previous end, total_m]; -1 past the last end. */
+static int32_t group_of_row(const int32_t *ends, int32_t groups, int64_t total_m, int64_t m) {
+    int64_t begin = 0;
+    for (int32_t g = 0; g < groups; g++) {
+        int64_t end = ends[g];
+        end = end < begin ? begin : end > total_m ? total_m : end;
+        if (m < end) return g;
+        begin = end;
+    }
+    return -1;
+}
+
+int32_t support_grouped_matmul_reference(const tile_grouped_matmul_args *a, int64_t m,
+                                         const int64_t *cols, int64_t ncols, double *out,
+                                         float *out_lp) {
+    const int32_t g = group_of_row(a->offsets, a->groups, a->total_m, m);
+    if (g < 0) return -1;
+    const float *row = (const float *)a->a + m * a->lda;
+    const float *bg = (const float *)a->b + g * a->b_group_stride;
+    for (int64_t j = 0; j < ncols; j++) {
+        out[j] = 0.0;
+        if (out_lp) out_lp[j] = 0.0f;
+    }
+    /* kk outer: B's rows stream by (n contiguous in the [k, n] layout); each column's fp32 sum
+     * still runs in increasing kk */
+    for (int64_t kk = 0; kk < a->k; kk++) {
+        const float x = row[kk];
+        const float *bk = bg + kk * a->b_k_stride;
+        for (int64_t j = 0; j < ncols; j++) {
+            const float y = bk[(cols ? cols[j] : j) * a->b_n_stride];
+            out[j] += (double)x * (double)y;
+            if (out_lp) out_lp[j] = out_lp[j] + x * y;
+        }
+    }
+    const float *bias = a->bias ? (const float *)a->bias + g * a->bias_group_stride : NULL;
+    for (int64_t j = 0; j < ncols; j++) {
+        const float b = bias ? bias[cols ? cols[j] : j] : 0.0f;
+        out[j] += b;
+        if (out_lp) out_lp[j] = round_stored(a->dtype, out_lp[j] + b);
+    }
+    return g;
+}
+
+int32_t support_grouped_matmul_check_row(const tile_grouped_matmul_args *a, int64_t m,
+                                         const int64_t *cols, int64_t ncols, const float *got,
+                                         support_grouped_matmul_errors *e) {
+    double *want = support_xmalloc((size_t)ncols * sizeof *want);
+    float *lp = support_xmalloc((size_t)ncols * sizeof *lp);
+    const int32_t g = support_grouped_matmul_reference(a, m, cols, ncols, want, lp);
+    for (int64_t j = 0; g >= 0 && j < ncols; j++) {
+        const double err = fabs((double)got[j] - want[j]), err_lp = fabs((double)lp[j] - want[j]);
+        if (!(err <= e->err)) e->err = isnan(err) ? INFINITY : err;
+        if (err_lp > e->err_lp) e->err_lp = err_lp;
+        if (fabs(want[j]) > e->scale) e->scale = fabs(want[j]);
+        e->checked++;
+    }
+    free(want);
+    free(lp);
+    return g;
+}
+
+double support_grouped_matmul_allowed(tile_dtype dtype, const support_grouped_matmul_errors *e) {
+    const double unit = dtype == TILE_DTYPE_F16 ? 1.0 / (1 << 11) : 1.0 / (1 << 8);
+    return 2.0 * e->err_lp + unit / 8.0 * (e->scale > 1.0 ? e->scale : 1.0);
+}
+
+/* rows x cols values uniform in [lo, hi) from seed, as stored, with row stride ld; NaN in
+ * the padding between rows. */
+static float *padded_stored(tile_dtype dtype, int64_t rows, int64_t cols, int64_t ld,
+                            uint64_t seed, float lo, float hi) {
+    float *v = support_stored_uniform(dtype, (size_t)(rows * cols), seed, lo, hi);
+    float *t = support_xmalloc((size_t)(rows * ld) * sizeof *t);
+    for (int64_t r = 0; r < rows; r++) {
+        memcpy(t + r * ld, v + r * cols, (size_t)cols * sizeof *t);
+        for (int64_t c = cols; c < ld; c++) t[r * ld + c] = NAN;
+    }
+    free(v);
+    return t;
+}
+
+void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_matmul_case *c,
+                                  support_grouped_matmul_problem *p) {
+    const tile_driver *drv = gpu->drv;
+    const tile_dtype dt = c->dtype;
+    const size_t elem = support_dtype_size(dt);
+    const int32_t G = c->groups;
+    const int64_t M = c->total_m, K = c->k, N = c->n, pad = c->pad;
+    int32_t *ends = support_xmalloc((size_t)G * sizeof *ends);
+    if (c->ends) memcpy(ends, c->ends, (size_t)G * sizeof *ends);
+    else support_skewed_group_ends(G, M - c->tail, c->alpha > 0 ? c->alpha : 1.0, c->seed, ends);
+    /* row strides: the extent rounded up to 8 elements (16 bytes, what every variant needs),
+     * plus pad */
+#define STRIDE(extent) (((extent) + 7) / 8 * 8 + pad)
+    const int64_t lda = STRIDE(K), ldc = STRIDE(N), bias_ld = STRIDE(N);
+    /* B_g is b_outer rows of b_inner contiguous elements: [k, n], or [n, k] with b_nk */
+    const int64_t b_inner = c->b_nk ? K : N, b_outer = c->b_nk ? N : K, b_ld = STRIDE(b_inner);
+#undef STRIDE
+    float *a = padded_stored(dt, M, K, lda, c->seed + 1, -1.0f, 1.0f);
+    float *b = padded_stored(dt, G * b_outer, b_inner, b_ld, c->seed + 2, -1.0f, 1.0f);
+    float *bias = padded_stored(dt, G, N, bias_ld, c->seed + 3, -1.0f, 1.0f);
+    CUdeviceptr ba, bb, bc, bbias, bends;
+    const CUdeviceptr da = support_upload(gpu, dt, a, (size_t)(M * lda), 0, &ba);
+    const CUdeviceptr db = support_upload(gpu, dt, b, (size_t)(G * b_outer * b_ld), 0, &bb);
+    const CUdeviceptr dbias = support_upload(gpu, dt, bias, (size_t)(G * bias_ld), 0, &bbias);
+    p->c_elements = M * ldc;
+    p->c_bytes = (size_t)p->c_elements * elem + 256; /* a guard that must stay poisoned */
+    SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bc, p->c_bytes));
+    SUPPORT_CHECK(gpu, drv->cuMemsetD8(bc, 0xff, p->c_bytes)); /* NaN in f16 and bf16 */
+    SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bends, (size_t)G * sizeof *ends));
+    SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bends, ends, (size_t)G * sizeof *ends));
+#define DP(x) ((void *)(uintptr_t)(x))
+    p->args = (tile_grouped_matmul_args){
+        .struct_size = sizeof p->args, .dtype = dt, .groups = G, .total_m = M, .n = N, .k = K,
+        .c = DP(bc), .a = DP(da), .b = DP(db), .ldc = ldc, .lda = lda,
+        .b_group_stride = b_outer * b_ld, .b_k_stride = c->b_nk ? 1 : b_ld,
+        .b_n_stride = c->b_nk ? b_ld : 1, .bias = c->bias ? DP(dbias) : NULL,
+        .bias_group_stride = c->bias ? bias_ld : 0, .offsets = DP(bends)};
+#undef DP
+    p->a = a, p->b = b, p->bias = bias, p->ends = ends;
+    const CUdeviceptr bufs[] = {ba, bb, bc, bbias, bends};
+    memcpy(p->bufs, bufs, sizeof bufs);
+}
+
+void support_grouped_matmul_free(const support_gpu *gpu, support_grouped_matmul_problem *p) {
+    for (size_t i = 0; i < sizeof p->bufs / sizeof *p->bufs; i++)
+        if (p->bufs[i]) SUPPORT_CHECK(gpu, gpu->drv->cuMemFree(p->bufs[i]));
+    void *host[] = {p->a, p->b, p->bias, p->ends};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    memset(p, 0, sizeof *p);
+}
+
+int64_t support_grouped_matmul_check(const support_gpu *gpu,
+                                     const support_grouped_matmul_problem *p, const char *label,
+                                     support_grouped_matmul_errors *errors) {
+    const tile_grouped_matmul_args *a = &p->args;
+    const size_t elem = support_dtype_size(a->dtype);
+    const int64_t M = a->total_m, N = a->n, K = a->k, ldc = a->ldc;
+    unsigned char *raw = support_xmalloc(p->c_bytes);
+    float *c = support_xmalloc((size_t)p->c_elements * sizeof *c);
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyDtoH(raw, (CUdeviceptr)(uintptr_t)a->c, p->c_bytes));
+    support_unpack(a->dtype, c, raw, (size_t)p->c_elements);
+    /* the reference reads the host copies at the device's offsets */
+    tile_grouped_matmul_args ref = *a;
+    ref.a = p->a, ref.b = p->b, ref.bias = a->bias ? p->bias : NULL, ref.offsets = p->ends;
+    const double work = (double)M * (double)N * (double)K;
+    const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
+    /* the group ends as the kernels clamp them */
+    int64_t *ends = support_xmalloc((size_t)a->groups * sizeof *ends);
+    for (int64_t g = 0, begin = 0; g < a->groups; g++) {
+        const int64_t end = p->ends[g];
+        begin = ends[g] = end < begin ? begin : end > M ? M : end;
+    }
+    support_grouped_matmul_errors e = {0};
+    int64_t bad = 0;
+    int32_t g = 0;
+    int64_t start = 0; /* the first row of group g */
+    for (int64_t m = 0; m < M; m++) {
+        while (g < a->groups && m >= ends[g]) start = ends[g++];
+        const int in_group = g < a->groups;
+        const unsigned char *row = raw + (size_t)(m * ldc) * elem;
+        /* written where the groups are, finite; poison bytes everywhere else */
+        for (int64_t j = 0; j < ldc; j++) {
+            const int inside = in_group && j < N;
+            const unsigned char *at = row + (size_t)j * elem;
+            if (inside ? isfinite(c[m * ldc + j]) : (at[0] == 0xff && at[1] == 0xff)) continue;
+            if (bad++ < 5)
+                fprintf(stderr, "%s: C[%lld, %lld] %s (%g)\n", label, (long long)m, (long long)j,
+                        inside ? "not written or not finite" : "outside the groups was written",
+                        (double)c[m * ldc + j]);
+        }
+        /* against the reference: the sample, and the first and last row of every group */
+        if (!in_group || (m % step && m != start && m != ends[g] - 1)) continue;
+        support_grouped_matmul_check_row(&ref, m, NULL, N, c + m * ldc, &e);
+    }
+    free(ends);
+    for (size_t i = (size_t)p->c_elements * elem; i < p->c_bytes; i++)
+        if (raw[i] != 0xff) {
+            if (bad++ < 5)
+                fprintf(stderr, "%s: wrote %zu bytes past C\n", label,
+                        i - (size_t)p->c_elements * elem);
+            break;
+        }
+    const double allowed = support_grouped_matmul_allowed(a->dtype, &e);
+    if (!(e.err <= allowed)) {
+        bad++;
+        fprintf(stderr, "%s: max error %.3g exceeds %.3g (2 x the fp32-accumulated reference's "
+                        "%.3g + slack; %lld elements checked)\n",
+                label, e.err, allowed, e.err_lp, (long long)e.checked);
+    }
+    if (errors) *errors = e;
+    free(raw);
+    free(c);
+    return bad;
+}
+
+int64_t support_grouped_matmul_run(const support_gpu *gpu, const support_grouped_matmul_case *c,
+                                   tile_status *status, support_grouped_matmul_errors *errors) {
+    support_grouped_matmul_problem p;
+    support_grouped_matmul_setup(gpu, c, &p);
+    const tile_status st = c->variant < 0 ? tile_grouped_matmul(&p.args, NULL)
+                                          : tile_grouped_matmul_variant(c->variant, &p.args, NULL);
+    *status = st;
+    int64_t bad = -1;
+    if (st == TILE_STATUS_SUCCESS) {
+        SUPPORT_CHECK(gpu, gpu->drv->cuCtxSynchronize());
+        char label[200];
+        snprintf(label, sizeof label, "%s %s G%d %lldx%lldx%lld (MxKxN) B %s%s pad %lld",
+                 c->variant < 0 ? "dispatch" : variant_name(c->variant),
+                 tile_dtype_string(c->dtype), c->groups, (long long)c->total_m, (long long)c->k,
+                 (long long)c->n, c->b_nk ? "[g,n,k]" : "[g,k,n]", c->bias ? " bias" : "",
+                 (long long)c->pad);
+        bad = support_grouped_matmul_check(gpu, &p, label, errors);
+    }
+    support_grouped_matmul_free(gpu, &p);
     return bad;
 }

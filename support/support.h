@@ -221,6 +221,108 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
 /* Frees what support_attention_setup allocated (device and host) and zeroes *p. */
 void support_attention_free(const support_gpu *gpu, support_attention_problem *p);
 
+/* Group ends for a mixture-of-experts batch whose routing is skewed: `rows` tokens split over
+ * `groups` groups in proportions drawn from a symmetric Dirichlet(alpha) (gamma samples,
+ * normalized; smaller alpha, more skew: at 0.3 most tokens go to a few groups and many groups
+ * are empty or nearly so), rounded to whole rows by largest remainder. Deterministic in seed.
+ * Writes ends[groups], cumulative (ends[groups - 1] == rows), as tile_grouped_matmul's
+ * offsets. */
+void support_skewed_group_ends(int32_t groups, int64_t rows, double alpha, uint64_t seed,
+                               int32_t *ends);
+
+/* n values uniform in [lo, hi) from seed, as dtype storage at dst (n * element size bytes),
+ * drawn in chunks so that no float copy of all n is needed: the same values as
+ * support_fill_uniform over all n. */
+void support_random_stored(tile_dtype dtype, void *dst, size_t n, uint64_t seed, float lo,
+                           float hi);
+
+/* Float64 reference of grouped matmul (tile_grouped_matmul), one row of C at a time, so that
+ * callers can sample rows (and columns) of large problems. `a` describes the problem exactly as
+ * tile_grouped_matmul takes it (strides in elements), except that a, b and bias point to host
+ * floats holding the stored values at the same element offsets, and offsets to a host copy of
+ * the group ends; ends are clamped into [previous end, total_m] as the kernels clamp them.
+ * For row m and the columns cols[0 .. ncols) (cols NULL: columns 0 .. ncols - 1) writes
+ * out[j] = sum_kk A[m, kk] B_g[kk, cols[j]] (+ bias_g[cols[j]]) in float64 and, when out_lp is
+ * not NULL, the same computed the way a plain fp32 GPU kernel would (inputs as stored, products
+ * accumulated in fp32 in increasing kk, the bias added in fp32, the sum rounded to the storage
+ * dtype). Returns the row's group g, or -1 for a row past the last end (C left untouched). */
+int32_t support_grouped_matmul_reference(const tile_grouped_matmul_args *a, int64_t m,
+                                         const int64_t *cols, int64_t ncols, double *out,
+                                         float *out_lp);
+
+/* The error of grouped matmul outputs, gathered over the elements checked. */
+typedef struct support_grouped_matmul_errors {
+    double err;      /* largest |got - float64 reference| (infinite for a NaN) */
+    double err_lp;   /* largest |fp32-accumulated reference rounded to dtype - float64| */
+    double scale;    /* largest |float64 reference| */
+    int64_t checked; /* elements compared */
+} support_grouped_matmul_errors;
+
+/* Row m of C as the GPU wrote it (got[j], column cols[j] or j as for the reference) against
+ * support_grouped_matmul_reference, into *e. Returns the row's group (-1: not in a group, and
+ * nothing compared). */
+int32_t support_grouped_matmul_check_row(const tile_grouped_matmul_args *a, int64_t m,
+                                         const int64_t *cols, int64_t ncols, const float *got,
+                                         support_grouped_matmul_errors *e);
+
+/* The error rule: the largest error may be at most twice that of the fp32-accumulated
+ * reference at the storage precision, plus a slack of 1/8 of the dtype's unit roundoff at the
+ * output's scale (max(scale, 1)): a case with very few elements can have an err_lp near 0.
+ * A NaN (err infinite) never passes. Returns the error allowed. */
+double support_grouped_matmul_allowed(tile_dtype dtype, const support_grouped_matmul_errors *e);
+
+/* One grouped matmul case on the GPU: A [total_m, k] uniform in [-1, 1), B [groups, k, n]
+ * (b_nk = 0: n contiguous) or [groups, n, k] (b_nk = 1: k contiguous) uniform in [-1, 1), bias
+ * [groups, n] uniform in [-1, 1) when `bias`, all from `seed`. Row strides are the extent
+ * rounded up to a multiple of 8 elements (the 16 bytes every variant needs) plus `pad` elements
+ * (a multiple of 8): lda from k, ldc from n, B's non-unit stride from its inner extent (n, or k
+ * with b_nk), bias_group_stride from n; the padding of A, B and bias holds NaN (the kernels must
+ * never use it). Group ends: `ends` (groups entries, used as
+ * given, clamped by the kernels) or, when NULL, total_m - tail rows split over the groups by
+ * support_skewed_group_ends(alpha, seed). C (and 256 bytes past it) is poisoned (0xff bytes,
+ * NaN) first: every element of a group row must be written and finite, and everything else
+ * (rows past the last end, the padding, the guard) must keep the poison bytes. Rows are
+ * compared with the reference: all of them when rows x n x k is at most 2^26, else an evenly
+ * spaced sample of about that much work plus the first and last row of every group. variant < 0
+ * runs tile_grouped_matmul, else tile_grouped_matmul_variant. Returns the number of problems
+ * (-1 when the call failed: *status says why); *errors (may be NULL) gets the errors. */
+typedef struct support_grouped_matmul_case {
+    int32_t variant;
+    tile_dtype dtype;
+    int32_t groups;
+    int64_t total_m, k, n;
+    const int32_t *ends; /* or NULL: skewed */
+    int64_t tail;        /* with ends NULL: rows past the last end */
+    double alpha;        /* with ends NULL: the Dirichlet concentration (0: 1.0) */
+    int b_nk, bias;
+    int64_t pad;
+    uint64_t seed;
+} support_grouped_matmul_case;
+int64_t support_grouped_matmul_run(const support_gpu *gpu, const support_grouped_matmul_case *c,
+                                   tile_status *status, support_grouped_matmul_errors *errors);
+
+/* The device problem support_grouped_matmul_run runs, for callers that launch it themselves
+ * (the stress test, the GPU test's graph capture): the case's tensors uploaded as described
+ * above, C poisoned, and the args of the call (variant unused). */
+typedef struct support_grouped_matmul_problem {
+    tile_grouped_matmul_args args; /* device pointers */
+    float *a, *b, *bias;           /* host copies of the stored values, at the args' offsets
+                                      (NaN in the padding); bias allocated even without c->bias */
+    int32_t *ends;                 /* host copy of the group ends */
+    int64_t c_elements;            /* C's extent in elements, padding included */
+    size_t c_bytes;                /* C's allocation: c_elements and the 256-byte guard */
+    CUdeviceptr bufs[5];           /* allocations: a, b, c, bias, offsets */
+} support_grouped_matmul_problem;
+void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_matmul_case *c,
+                                  support_grouped_matmul_problem *p);
+/* Frees what support_grouped_matmul_setup allocated (device and host) and zeroes *p. */
+void support_grouped_matmul_free(const support_gpu *gpu, support_grouped_matmul_problem *p);
+/* Checks C after the call ran on p: downloads it and compares as support_grouped_matmul_run
+ * does, messages under `label`. Returns the number of problems; *errors (may be NULL). */
+int64_t support_grouped_matmul_check(const support_gpu *gpu,
+                                     const support_grouped_matmul_problem *p, const char *label,
+                                     support_grouped_matmul_errors *errors);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,21 @@ class FlashAttentionArgs(ctypes.Structure):
                 ("lse", ctypes.c_void_p)]
 
 
+class GroupedMatmulArgs(ctypes.Structure):
+    """tile_grouped_matmul_args (include/fusedops.h), field for field; set struct_size to
+    ctypes.sizeof(GroupedMatmulArgs). tests/python/test_ctypes_layout.py checks every offset
+    against the C compiler's."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("dtype", ctypes.c_int),
+                ("groups", ctypes.c_int32), ("total_m", ctypes.c_int64),
+                ("n", ctypes.c_int64), ("k", ctypes.c_int64),
+                ("c", ctypes.c_void_p), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
+                ("ldc", ctypes.c_int64), ("lda", ctypes.c_int64),
+                ("b_group_stride", ctypes.c_int64), ("b_k_stride", ctypes.c_int64),
+                ("b_n_stride", ctypes.c_int64),
+                ("bias", ctypes.c_void_p), ("bias_group_stride", ctypes.c_int64),
+                ("offsets", ctypes.c_void_p)]
+
+
 def set_strides(args, name, t):
     """args.<name>_{batch,seq,head}_stride from a [batch, seq, heads, head_dim] torch tensor
     (or anything with .stride()), in elements."""
@@ -117,6 +132,7 @@ def library():
                                   u64, u64, vp],
         "tile_residual_dropout_norm": [ctypes.POINTER(AddNormArgs), vp],
         "tile_flash_attention": [ctypes.POINTER(FlashAttentionArgs), vp],
+        "tile_grouped_matmul": [ctypes.POINTER(GroupedMatmulArgs), vp],
     }
     for name, argtypes in norm_fns.items():
         f = getattr(lib, name, None)

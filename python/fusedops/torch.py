@@ -15,6 +15,7 @@ Ops:
       -> (y, s)                                 s = residual + dropout(x + bias), y = norm(s)
   flash_attention(q, k, v, causal=False, scale=None) -> o
   flash_attention_lse(q, k, v, causal=False, scale=None) -> (o, lse)
+  grouped_mm(a, b, offs, bias=None) -> c                        C_g = A_g B_g (+ bias_g)
 The norm family normalizes (and adds along) the last dim: weight, bias and norm_bias are [cols]
 vectors (or None), residual has x's shape, and every tensor has x's dtype and device. Dropout
 keeps an element with probability 1 - p and scales it by 1 / (1 - p); p = 0 is the identity and
@@ -23,7 +24,9 @@ of (seed, offset, row, col) (docs/api.md, "Dropout random numbers"): advance off
 seed) from call to call for fresh masks. seed and offset are int64 here, taken as their 64 bits.
 The attention ops take q [batch, seqlen_q, heads_q, head_dim] and k, v [batch, seqlen_k,
 heads_kv, head_dim] (BSHD; F.scaled_dot_product_attention's [b, h, s, d] is .transpose(1, 2) of
-it), fp16 or bf16; see flash_attention's docstring.
+it), fp16 or bf16; see flash_attention's docstring. grouped_mm is the mixture-of-experts grouped
+product with torch._grouped_mm's 2-D x 3-D convention: a [total_m, K], b [groups, K, N], offs
+int32 cumulative row ends; see its docstring.
 """
 import ctypes
 import math
@@ -31,8 +34,8 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._lib import (NORM_LAYER, NORM_RMS, AddNormArgs, FlashAttentionArgs, check, library,
-                   set_strides)
+from ._lib import (NORM_LAYER, NORM_RMS, AddNormArgs, FlashAttentionArgs, GroupedMatmulArgs,
+                   check, library, set_strides)
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 
@@ -426,3 +429,140 @@ flash_attention.register_autograd(
     _no_backward("flash_attention", "torch.nn.functional.scaled_dot_product_attention"))
 flash_attention_lse.register_autograd(
     _no_backward("flash_attention_lse", "torch.nn.functional.scaled_dot_product_attention"))
+
+
+# ----------------------------------------------------------------------------- grouped matmul
+def _round8(n):
+    """n rounded up to a multiple of 8 elements: the 16 bytes every row stride needs."""
+    return (n + 7) // 8 * 8
+
+
+def _gmm_layout_ok(t: torch.Tensor) -> bool:
+    """Whether the library takes t ([..., rows, cols]) as it is: cols contiguous, the pointer
+    16-byte aligned, and every other stride (of a dim longer than 1) a multiple of 8 elements
+    that steps past everything the dims inside it span (no overlaps, as expand() makes)."""
+    if t.data_ptr() % 16 or (t.shape[-1] > 1 and t.stride(-1) != 1):
+        return False
+    span = t.shape[-1]
+    for i in range(t.dim() - 2, -1, -1):
+        if t.shape[i] > 1:
+            if t.stride(i) % 8 or t.stride(i) < span:
+                return False
+            span += t.stride(i) * (t.shape[i] - 1)
+    return True
+
+
+def _gmm_operand(t: torch.Tensor) -> torch.Tensor:
+    """t as the library takes it: itself where _gmm_layout_ok, else a copy whose rows are padded
+    to a multiple of 8 elements, in a fresh (aligned) allocation."""
+    if _gmm_layout_ok(t):
+        return t
+    cols = t.shape[-1]
+    padded = t.new_empty(tuple(t.shape[:-1]) + (_round8(cols),))[..., :cols]
+    padded.copy_(t)
+    return padded
+
+
+def _gmm_out(a: torch.Tensor, n: int) -> torch.Tensor:
+    """C [total_m, n] with rows _round8(n) elements apart (as torch._grouped_mm allocates its
+    output): a contiguous tensor when n is a multiple of 8, else a view of the first n columns."""
+    return torch.empty_strided((a.shape[0], n), (_round8(n), 1), dtype=a.dtype, device=a.device)
+
+
+def _gmm_check(a, b, offs, bias, op):
+    """Raises on what the library would reject or misread: devices, dtypes, ranks, shapes."""
+    for name, t in (("a", a), ("b", b), ("offs", offs)) + ((("bias", bias),) if bias is not None
+                                                            else ()):
+        if not t.is_cuda:
+            raise ValueError(f"fusedops.{op}: {name} must be a CUDA tensor, got device {t.device}")
+        if t.device != a.device:
+            raise ValueError(f"fusedops.{op}: {name} is on {t.device}, a on {a.device}")
+    if a.dtype not in _ATTN_DTYPES:
+        raise TypeError(f"fusedops.{op}: a has dtype {a.dtype}, which is not supported "
+                        "(float16, bfloat16)")
+    for name, t in (("b", b),) + ((("bias", bias),) if bias is not None else ()):
+        if t.dtype != a.dtype:
+            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, a {a.dtype} (a, b and "
+                            "bias take one dtype)")
+    if offs.dtype != torch.int32:
+        raise TypeError(f"fusedops.{op}: offs must be int32 (cumulative row ends, as "
+                        f"torch._grouped_mm's offs), got {offs.dtype}")
+    if a.dim() != 2:
+        raise ValueError(f"fusedops.{op}: a must be 2-D [total_m, K], got shape {tuple(a.shape)}")
+    if b.dim() != 3:
+        raise ValueError(f"fusedops.{op}: b must be 3-D [groups, K, N], got shape "
+                         f"{tuple(b.shape)}")
+    groups, k, n = b.shape
+    if a.shape[1] != k:
+        raise ValueError(f"fusedops.{op}: a has K = {a.shape[1]}, b {k} (shapes {tuple(a.shape)}, "
+                         f"{tuple(b.shape)})")
+    if offs.dim() != 1 or offs.shape[0] != groups:
+        raise ValueError(f"fusedops.{op}: offs must have shape ({groups},) (one end per group of "
+                         f"b), got {tuple(offs.shape)}")
+    if bias is not None and tuple(bias.shape) != (groups, n):
+        raise ValueError(f"fusedops.{op}: bias must have shape ({groups}, {n}) ([groups, N]), got "
+                         f"{tuple(bias.shape)}")
+    if groups < 1 or k < 1 or n < 1:
+        raise ValueError(f"fusedops.{op}: empty input (b {tuple(b.shape)}): groups, K and N must "
+                         "be at least 1")
+
+
+@torch.library.custom_op("fusedops::grouped_mm", mutates_args=())
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
+               bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Grouped matrix product of a mixture-of-experts layer: C_g = A_g B_g (+ bias_g), fp32
+    accumulation, fp16 or bf16 storage (a, b and bias alike; C takes their dtype).
+
+    a is [total_m, K] with the tokens sorted by group, b [groups, K, N], offs int32 [groups]
+    on the device: the cumulative row ends (torch._grouped_mm's offs), group g being rows
+    offs[g - 1] .. offs[g] - 1 (offs[-1] taken as 0). Groups may be empty. bias, optional, is
+    [groups, N]. Returns C [total_m, N] with rows padded to a multiple of 8 elements (as
+    torch._grouped_mm: contiguous when N is a multiple of 8). Rows past offs[groups - 1] are
+    not written: they hold whatever the allocator gave. offs is read on the device only (no
+    host sync: the op can be captured in a CUDA graph), so it is not validated: ends are clamped
+    into [previous end, total_m].
+
+    b is read in place in either layout, [groups, K, N] with N contiguous or [groups, N, K]
+    with K contiguous seen through .transpose(1, 2) (an nn.Linear-style weight per expert), as
+    are a and bias, when the pointer is 16-byte aligned and the other strides are multiples of
+    8 elements; otherwise that input is first copied into a fresh tensor with padded rows.
+    No backward kernel yet: differentiating through it raises.
+    """
+    op = "grouped_mm"
+    _gmm_check(a, b, offs, bias, op)
+    groups, k, n = b.shape
+    total_m = a.shape[0]
+    c = _gmm_out(a, n)
+    if total_m == 0:
+        return c
+    a2 = _gmm_operand(a)
+    if b.shape[2] == 1 or b.stride(2) == 1 or not (b.shape[1] == 1 or b.stride(1) == 1):
+        b2, nk = _gmm_operand(b), False  # [groups, K, N], N contiguous
+    else:
+        b2, nk = _gmm_operand(b.transpose(1, 2)).transpose(1, 2), True  # K contiguous
+    bias2 = _gmm_operand(bias) if bias is not None else None
+    offs2 = offs.contiguous()
+    # A dim of size 1 is never stepped over: its stride is given as a dense padded layout's.
+    b_k = 1 if nk else (b2.stride(1) if k > 1 else _round8(n))
+    b_n = 1 if not nk else (b2.stride(2) if n > 1 else _round8(k))
+    args = GroupedMatmulArgs(
+        struct_size=ctypes.sizeof(GroupedMatmulArgs), dtype=_DTYPES[a.dtype], groups=groups,
+        total_m=total_m, n=n, k=k, c=c.data_ptr(), a=a2.data_ptr(), b=b2.data_ptr(),
+        ldc=c.stride(0), lda=a2.stride(0) if total_m > 1 else _round8(k),
+        b_group_stride=b2.stride(0) if groups > 1 else _round8((k - 1) * b_k + (n - 1) * b_n + 1),
+        b_k_stride=b_k, b_n_stride=b_n, bias=_ptr(bias2),
+        bias_group_stride=(bias2.stride(0) if groups > 1 else _round8(n)) if bias2 is not None
+        else 0,
+        offsets=offs2.data_ptr())
+    _launch(a, op, "tile_grouped_matmul", ctypes.byref(args))
+    return c
+
+
+@grouped_mm.register_fake
+def _(a, b, offs, bias=None):
+    n = b.shape[2]
+    return torch.empty_strided((a.shape[0], n), (_round8(n), 1), dtype=a.dtype, device=a.device)
+
+
+grouped_mm.register_autograd(
+    _no_backward("grouped_mm", "torch._grouped_mm or a loop of torch.mm over the groups"))

@@ -12,8 +12,10 @@
  * The ops: softmax, log_softmax (bf16), layernorm (f32, weight and bias, statistics), rmsnorm
  * (f16, weight), residual_dropout (bf16, bias, p = 0.1, mask), residual_dropout_norm (bf16,
  * RMSNorm, p = 0.1, mask), flash_attention (bf16, causal GQA 8/2 heads, batch 2, seqlen 300,
- * head_dim 128, lse) and flash_attention varlen (f16, causal MQA 8/1 heads, head_dim 64, five
- * packed sequences of ragged lengths, cu_seqlens on the device, lse). Shapes are ragged.
+ * head_dim 128, lse), flash_attention varlen (f16, causal MQA 8/1 heads, head_dim 64, five
+ * packed sequences of ragged lengths, cu_seqlens on the device, lse) and grouped_matmul (bf16,
+ * 16 groups of skewed sizes with 37 trailing rows in no group, k 200, n 136, B [groups, n, k],
+ * bias, offsets on the device). Shapes are ragged.
  * Exits 77 without a GPU.
  */
 #include <pthread.h>
@@ -26,11 +28,11 @@
 
 enum { THREADS = 16, ITERATIONS = 20, REPLAYS = 100 };
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RESIDUAL_DROPOUT,
-       OP_RESIDUAL_DROPOUT_NORM, OP_ATTENTION, OP_ATTENTION_VARLEN, OP_COUNT };
+       OP_RESIDUAL_DROPOUT_NORM, OP_ATTENTION, OP_ATTENTION_VARLEN, OP_GROUPED_MATMUL, OP_COUNT };
 enum { ROW_OPS = OP_ATTENTION }; /* the ops before it take rows x cols */
 static const char *const op_names[OP_COUNT] = {
     "softmax", "log_softmax", "layernorm", "rmsnorm", "residual_dropout", "residual_dropout_norm",
-    "flash_attention", "flash_attention varlen"};
+    "flash_attention", "flash_attention varlen", "grouped_matmul"};
 static const tile_dtype op_dtypes[ROW_OPS] = {TILE_DTYPE_BF16, TILE_DTYPE_BF16, TILE_DTYPE_F32,
                                               TILE_DTYPE_F16,  TILE_DTYPE_BF16, TILE_DTYPE_BF16};
 static const int64_t op_rows[ROW_OPS] = {97, 33, 1823, 64, 257, 129};
@@ -38,30 +40,41 @@ static const int64_t op_cols[ROW_OPS] = {1000, 70001, 781, 4097, 3000, 2050};
 /* The attention ops (support_attention_setup lays them out: padded rows, v in the other layout;
  * varlen lengths seqlen - 37 b and seqlen_k - 53 b mod (seqlen + 1), so some queries see no
  * key). The seed comes from the caller. */
-static const support_attention_case attn_cases[OP_COUNT - ROW_OPS] = {
+static const support_attention_case attn_cases[OP_GROUPED_MATMUL - ROW_OPS] = {
     {.variant = -1, .dtype = TILE_DTYPE_BF16, .batch = 2, .heads_q = 8, .heads_kv = 2,
      .head_dim = 128, .seqlen_q = 300, .seqlen_k = 300, .causal = 1, .lse = 1},
     {.variant = -1, .dtype = TILE_DTYPE_F16, .batch = 5, .heads_q = 8, .heads_kv = 1,
      .head_dim = 64, .seqlen_q = 300, .seqlen_k = 300, .causal = 1, .varlen = 1, .bhsd = 1,
      .lse = 1},
 };
+/* The grouped matmul (support_grouped_matmul_setup lays it out: ragged k and n, NaN padding,
+ * group sizes from a Dirichlet draw of the seed). The seed comes from the caller. */
+static const support_grouped_matmul_case gmm_case = {
+    .variant = -1, .dtype = TILE_DTYPE_BF16, .groups = 16, .total_m = 777, .k = 200, .n = 136,
+    .tail = 37, .alpha = 0.5, .b_nk = 1, .bias = 1};
 
 static support_gpu gpu;
 
 /* One op's buffers on the device. Row ops: inputs x, residual, two [cols] vectors; outputs y,
  * s, mask, two [rows] statistics; dense rows (ld = cols). Attention: the problem, with its
- * outputs o and lse. */
+ * outputs o and lse. Grouped matmul: the problem, with its output c. */
 typedef struct op_buffers {
     int op;
     CUdeviceptr x, residual, w, b, y, s, mask, mean, rstd;
     size_t tensor_bytes, vector_bytes, mask_bytes, stats_bytes;
     support_attention_problem attn;
+    support_grouped_matmul_problem gmm;
 } op_buffers;
 
 enum { MAX_OUTPUTS = 5 };
 /* The device outputs of the op (everything it may write), in *ptr and their sizes in bytes;
  * returns how many. */
 static int outputs(const op_buffers *b, CUdeviceptr ptr[MAX_OUTPUTS], size_t bytes[MAX_OUTPUTS]) {
+    if (b->op == OP_GROUPED_MATMUL) {
+        ptr[0] = (CUdeviceptr)(uintptr_t)b->gmm.args.c; /* its allocation, the guard included */
+        bytes[0] = b->gmm.c_bytes;
+        return 1;
+    }
     if (b->op >= ROW_OPS) {
         const support_attention_problem *a = &b->attn;
         ptr[0] = (CUdeviceptr)(uintptr_t)a->args.o;
@@ -89,6 +102,12 @@ static CUdeviceptr upload_random(tile_dtype dt, size_t n, uint64_t seed, float l
 static void buffers_init(op_buffers *b, int op, uint64_t seed) {
     memset(b, 0, sizeof *b);
     b->op = op;
+    if (op == OP_GROUPED_MATMUL) {
+        support_grouped_matmul_case c = gmm_case;
+        c.seed = seed;
+        support_grouped_matmul_setup(&gpu, &c, &b->gmm);
+        return;
+    }
     if (op >= ROW_OPS) {
         support_attention_case c = attn_cases[op - ROW_OPS];
         c.seed = seed;
@@ -114,6 +133,10 @@ static void buffers_init(op_buffers *b, int op, uint64_t seed) {
 }
 
 static void buffers_free(op_buffers *b) {
+    if (b->op == OP_GROUPED_MATMUL) {
+        support_grouped_matmul_free(&gpu, &b->gmm);
+        return;
+    }
     if (b->op >= ROW_OPS) {
         support_attention_free(&gpu, &b->attn);
         return;
@@ -128,6 +151,7 @@ static void buffers_free(op_buffers *b) {
 static tile_status run_op(const op_buffers *b, CUstream stream) {
     const int op = b->op;
     const tile_stream st = (tile_stream)stream;
+    if (op == OP_GROUPED_MATMUL) return tile_grouped_matmul(&b->gmm.args, st);
     if (op >= ROW_OPS) return tile_flash_attention(&b->attn.args, st);
     const tile_dtype dt = op_dtypes[op];
     const int64_t rows = op_rows[op], cols = op_cols[op];

@@ -89,5 +89,24 @@ int main(void) {
     FIELD(tile_flash_attention_args, total_k);
     FIELD(tile_flash_attention_args, lse);
     SIZE(tile_flash_attention_args);
+
+    FIELD(tile_grouped_matmul_args, struct_size);
+    FIELD(tile_grouped_matmul_args, dtype);
+    FIELD(tile_grouped_matmul_args, groups);
+    FIELD(tile_grouped_matmul_args, total_m);
+    FIELD(tile_grouped_matmul_args, n);
+    FIELD(tile_grouped_matmul_args, k);
+    FIELD(tile_grouped_matmul_args, c);
+    FIELD(tile_grouped_matmul_args, a);
+    FIELD(tile_grouped_matmul_args, b);
+    FIELD(tile_grouped_matmul_args, ldc);
+    FIELD(tile_grouped_matmul_args, lda);
+    FIELD(tile_grouped_matmul_args, b_group_stride);
+    FIELD(tile_grouped_matmul_args, b_k_stride);
+    FIELD(tile_grouped_matmul_args, b_n_stride);
+    FIELD(tile_grouped_matmul_args, bias);
+    FIELD(tile_grouped_matmul_args, bias_group_stride);
+    FIELD(tile_grouped_matmul_args, offsets);
+    SIZE(tile_grouped_matmul_args);
     return 0;
 }

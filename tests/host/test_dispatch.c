@@ -1,5 +1,6 @@
 /* Dispatch for architectures given by number (tile_softmax_explain, tile_norm_explain and
- * tile_flash_attention_explain with arch != 0: no GPU needed), and the variant registry. Linked with the static library, so the internal helpers
+ * tile_flash_attention_explain and tile_grouped_matmul_explain with arch != 0: no GPU needed), the
+ * heuristic's costs, and the variant registry. Linked with the static library, so the internal helpers
  * (src/internal.h) are checked too. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -576,7 +577,7 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
 /* Which head width wins. Before and after sm_90 (and on sm_90 for heads over 128) only the
  * mma.sync family runs, and the narrowest compiled HEAD_DIM that holds the head wins: a wider
  * one pays its zero padding (cost x HEAD_DIM / head_dim), which no other term of
- * src/dispatch.c's heuristic_cost makes up for; within the width, the one variant whose warps
+ * src/dispatch.c's tile_heuristic_cost makes up for; within the width, the one variant whose warps
  * own 32 query rows (m128 over 4 warps: cost x threads / (2 * BLOCK_M) = 0.5, against 1 for the
  * 16-row warps) wins, which at these 32768 query rows (256 programs of 128 rows against 2 * 132
  * SMs: x 1.03) is 2x ahead of the rest. Heads over 128 have one variant, d256_m64_n32_w4.
@@ -665,7 +666,7 @@ static void test_attention_mismatch(void **state) {
 }
 
 /* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
- * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so heuristic_cost charges
+ * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so tile_heuristic_cost charges
  * the 128-row blocks 1 + 232/264 = 1.88 and the 64-row ones 1 + 200/264 = 1.76. On sm_90 every
  * wgmma variant gives a warp 16 rows (threads / (2 * BLOCK_M) = 1), so that term decides for the
  * 64-row block with 128-key tiles: head 128: 0.45 against 0.48 and 0.49 for the 128-row blocks
@@ -706,6 +707,168 @@ static void test_attention_small_batch_prefers_short_blocks(void **state) {
     }
 }
 
+/* ---------------------------------------------------------------- grouped matmul */
+
+/* Grouped matmul arguments for explain: `groups` groups of `rows_per_group` rows, B stored
+ * [groups, k, n], pointers 256-byte aligned (never dereferenced). */
+static tile_grouped_matmul_args grouped_matmul_problem(tile_dtype dt, int32_t groups,
+                                                       int64_t rows_per_group, int64_t n,
+                                                       int64_t k) {
+    static _Alignas(256) unsigned char buf[1024];
+    tile_grouped_matmul_args a = {.struct_size = sizeof a, .dtype = dt, .groups = groups,
+                                  .total_m = groups * rows_per_group, .n = n, .k = k};
+    a.a = a.b = buf;
+    a.c = buf + 256;
+    a.offsets = (const int32_t *)(const void *)(buf + 512);
+    a.lda = k;
+    a.ldc = n;
+    a.b_k_stride = n;
+    a.b_n_stride = 1;
+    a.b_group_stride = k * n;
+    return a;
+}
+
+/* A grouped_matmul variant as a grid would describe it, with what the heuristic reads. */
+static tile_variant gemm_variant(int32_t threads, int32_t block_m, int32_t arch_min,
+                                 int32_t arch_max) {
+    return (tile_variant){.name = "fake_grouped_matmul", .op = "grouped_matmul",
+                          .dtype = TILE_DTYPE_BF16, .threads = threads,
+                          .rows_per_program = block_m, .cluster = 1, .smem_bytes = 65536,
+                          .align_bytes = 16, .arch_min = arch_min, .arch_max = arch_max,
+                          .persistent = 1, .params = "BLOCK_N=128"};
+}
+
+/* The index in vs of the variant dispatch's heuristic would pick for p (the first of the
+ * lowest cost among the eligible), or -1. */
+static int best_variant(const tile_variant *vs, int count, const tile_problem *p) {
+    int best = -1;
+    double best_cost = 0;
+    for (int i = 0; i < count; i++) {
+        if (!tile_variant_eligible(&vs[i], p, NULL)) continue;
+        const double cost = tile_heuristic_cost(&vs[i], p);
+        if (best < 0 || cost < best_cost) {
+            best = i;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
+/* The heuristic on a made-up family (the registry may hold no grouped_matmul variant yet):
+ * the highest arch_min that runs wins whatever the tiles (wgmma against mma.sync), then the
+ * larger tile (threads x rows_per_program) where groups average >= 128 rows and C is >= 1024
+ * wide, the smaller one otherwise. */
+static void test_grouped_matmul_heuristic(void **state) {
+    (void)state;
+    enum { MMA_SMALL, MMA_LARGE, WGMMA_SMALL, WGMMA_LARGE, WGMMA_MID, COUNT };
+    const tile_variant vs[COUNT] = {
+        [MMA_SMALL] = gemm_variant(128, 64, 80, 0),
+        [MMA_LARGE] = gemm_variant(256, 128, 80, 0),
+        [WGMMA_SMALL] = gemm_variant(128, 64, 90, 90),
+        [WGMMA_LARGE] = gemm_variant(256, 256, 90, 90),
+        [WGMMA_MID] = gemm_variant(256, 128, 90, 90),
+    };
+    static const struct {
+        int64_t rows, cols;
+        int large;
+    } shapes_[] = {
+        {128, 1024, 1}, {4096, 8192, 1}, {1 << 20, 1 << 20, 1}, /* tall groups, wide C */
+        {127, 4096, 0}, {4096, 1023, 0}, {1, 1, 0}, {8, 14336, 0}, {100000, 64, 0},
+    };
+    for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
+        for (int32_t arch = 80; arch <= 100; arch += 10) {
+            tile_problem p = {"grouped_matmul", TILE_DTYPE_BF16, shapes_[s].rows,
+                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0};
+            const int hopper = arch == 90, large = shapes_[s].large;
+            const int want = hopper ? (large ? WGMMA_LARGE : WGMMA_SMALL)
+                                    : (large ? MMA_LARGE : MMA_SMALL);
+            const int got = best_variant(vs, COUNT, &p);
+            if (got != want) {
+                print_error("%lldx%lld on sm_%d: picked variant %d, want %d\n",
+                            (long long)p.rows, (long long)p.cols, arch, got, want);
+                fail();
+            }
+            /* every eligible sm_90-only variant is cheaper than every mma.sync one */
+            for (int i = 0; hopper && i < COUNT; i++)
+                for (int j = 0; j < COUNT; j++)
+                    if (vs[i].arch_min == 90 && vs[j].arch_min == 80)
+                        assert_true(tile_heuristic_cost(&vs[i], &p) <
+                                    tile_heuristic_cost(&vs[j], &p));
+            /* and the tile order is monotonic: the middle tile sits between the two */
+            if (hopper) {
+                const double lo = tile_heuristic_cost(&vs[WGMMA_SMALL], &p);
+                const double mid = tile_heuristic_cost(&vs[WGMMA_MID], &p);
+                const double hi = tile_heuristic_cost(&vs[WGMMA_LARGE], &p);
+                assert_true(large ? hi < mid && mid < lo : lo < mid && mid < hi);
+            }
+        }
+}
+
+/* The registry's grouped_matmul variants, where there are any: explain picks an eligible one,
+ * the heuristic's cheapest (no tuned table covers the op), a Hopper-only one on sm_90 when it
+ * holds one. Until the kernels land there are none, and explain says so (ARCH_MISMATCH, the
+ * decision unwritten). Before sm_80 nothing runs it either way. */
+static void test_grouped_matmul_registry(void **state) {
+    (void)state;
+    const tile_dtype dts[] = {TILE_DTYPE_F16, TILE_DTYPE_BF16};
+    static const struct {
+        int32_t groups;
+        int64_t rows, n, k;
+    } cases[] = {{8, 512, 4096, 2048}, {128, 16, 2048, 7168}, {1, 1, 8, 8}, {64, 0, 1024, 1024}};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+            for (size_t a = 0; a < sizeof arches / sizeof *arches; a++) {
+                const int32_t arch = arches[a];
+                const tile_grouped_matmul_args args = grouped_matmul_problem(
+                    dts[t], cases[c].groups, cases[c].rows, cases[c].n, cases[c].k);
+                /* 256-byte pointers; the strides of axes of more than one position */
+                int32_t align = 256;
+                const int64_t strides[4] = {args.total_m > 1 ? args.lda : 0,
+                                            args.total_m > 1 ? args.ldc : 0,
+                                            args.k > 1 ? args.b_k_stride : 0,
+                                            args.groups > 1 ? args.b_group_stride : 0};
+                for (int i = 0; i < 4; i++) {
+                    const int32_t x = align_of((uint64_t)strides[i] * 2);
+                    if (x < align) align = x;
+                }
+                const int32_t eligible =
+                    count_eligible_of("grouped_matmul", dts[t], cases[c].n, align, arch);
+                tile_decision d = new_decision(), copy = d;
+                const tile_status s = tile_grouped_matmul_explain(&args, arch, &d);
+                if (eligible == 0) {
+                    assert_int_equal(s, TILE_STATUS_ARCH_MISMATCH);
+                    assert_non_null(strstr(tile_last_error(), "grouped_matmul"));
+                    assert_int_equal(memcmp(&d, &copy, sizeof d), 0);
+                    continue;
+                }
+                assert_int_equal(s, TILE_STATUS_SUCCESS);
+                assert_int_equal(d.eligible, eligible);
+                tile_variant_info v = get_info(d.variant);
+                assert_string_equal(v.op, "grouped_matmul");
+                assert_int_equal(v.dtype, dts[t]);
+                assert_true(arch_holds(&v, arch));
+                if (d.rule != TILE_RULE_HEURISTIC) continue;
+                const int64_t rows = cases[c].rows > 1 ? cases[c].rows : 1;
+                tile_problem p = {"grouped_matmul", dts[t], rows, cases[c].n, align, arch, 0,
+                                  tile_arch_smem_limit(arch), 0};
+                const double cost = tile_heuristic_cost(&tile_registry[d.variant], &p);
+                int hopper_only = 0;
+                for (int32_t i = 0; i < tile_registry_count; i++) {
+                    if (!tile_variant_eligible(&tile_registry[i], &p, NULL)) continue;
+                    assert_true(cost <= tile_heuristic_cost(&tile_registry[i], &p));
+                    hopper_only |= tile_registry[i].arch_min >= 90;
+                }
+                if (hopper_only) assert_true(v.arch_min >= 90);
+            }
+    const int32_t old[] = {70, 75, 79};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        const tile_grouped_matmul_args args = grouped_matmul_problem(TILE_DTYPE_BF16, 8, 64, 256, 256);
+        tile_decision d = new_decision();
+        assert_int_equal(tile_grouped_matmul_explain(&args, old[i], &d),
+                         TILE_STATUS_ARCH_MISMATCH);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_shape_dtype_arch),
@@ -724,6 +887,8 @@ int main(void) {
         cmocka_unit_test(test_attention_head_dims),
         cmocka_unit_test(test_attention_mismatch),
         cmocka_unit_test(test_attention_small_batch_prefers_short_blocks),
+        cmocka_unit_test(test_grouped_matmul_heuristic),
+        cmocka_unit_test(test_grouped_matmul_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,66 @@ static void test_attention_answers_no_device(void **state) {
     assert_untouched();
 }
 
+/* Valid grouped matmul arguments over the host buffers: a, b and bias in xbuf (read only), c
+ * in ybuf, the offsets a static array. 3 groups over 12 rows, n 16, k 8; B stored
+ * [groups, k, n] or [groups, n, k]. */
+static tile_grouped_matmul_args grouped_matmul_args(tile_dtype dtype, int kmajor) {
+    static const int32_t offsets[3] = {5, 5, 12};
+    tile_grouped_matmul_args a = {
+        .struct_size = sizeof a, .dtype = dtype, .groups = 3, .total_m = 12, .n = 16, .k = 8,
+        .c = ybuf, .a = xbuf, .b = xbuf + 256, .ldc = 16, .lda = 8,
+        .b_group_stride = 8 * 16, .b_k_stride = kmajor ? 1 : 16, .b_n_stride = kmajor ? 8 : 1,
+        .bias = xbuf + 2048, .bias_group_stride = 16, .offsets = offsets};
+    return a;
+}
+
+/* Every grouped matmul entry point passes validation on host pointers and answers NO_DEVICE,
+ * no rows (total_m 0) included: the device is checked before a call finds nothing to do.
+ * tile_grouped_matmul_variant needs a grouped_matmul variant to get that far: while the
+ * registry has none, its index is refused first (INVALID_ARGUMENT), and explain for a named
+ * arch says none is compiled (ARCH_MISMATCH). */
+static void test_grouped_matmul_answers_no_device(void **state) {
+    (void)state;
+    for (int round = 0; round < 2; round++)
+        for (tile_dtype t = TILE_DTYPE_F16; t <= TILE_DTYPE_BF16; t++)
+            for (int kmajor = 0; kmajor < 2; kmajor++)
+                for (int64_t total_m = 0; total_m <= 12; total_m += 12) {
+                    tile_grouped_matmul_args a = grouped_matmul_args(t, kmajor);
+                    a.total_m = total_m;
+                    const int32_t v = first_variant_of("grouped_matmul", t);
+                    assert_int_equal(tile_grouped_matmul(&a, NULL), TILE_STATUS_NO_DEVICE);
+                    assert_driver_message();
+                    if (v >= 0) {
+                        assert_int_equal(tile_grouped_matmul_variant(v, &a, NULL),
+                                         TILE_STATUS_NO_DEVICE);
+                        assert_driver_message();
+                    } else {
+                        assert_int_equal(tile_grouped_matmul_variant(v, &a, NULL),
+                                         TILE_STATUS_INVALID_ARGUMENT);
+                        assert_non_null(strstr(tile_last_error(), "variant -1"));
+                    }
+                    tile_decision d = {.struct_size = sizeof d};
+                    assert_int_equal(tile_grouped_matmul_explain(&a, 0, &d),
+                                     TILE_STATUS_NO_DEVICE);
+                    assert_driver_message();
+                    /* a named arch needs no device */
+                    assert_int_equal(tile_grouped_matmul_explain(&a, 90, &d),
+                                     v >= 0 ? TILE_STATUS_SUCCESS : TILE_STATUS_ARCH_MISMATCH);
+                    if (v >= 0) assert_string_equal(tile_last_error(), "");
+                    assert_untouched();
+                }
+    /* validation comes first, and the variant's op before the device */
+    tile_grouped_matmul_args a = grouped_matmul_args(TILE_DTYPE_BF16, 0);
+    a.b_n_stride = 2;
+    assert_int_equal(tile_grouped_matmul(&a, NULL), TILE_STATUS_INVALID_ARGUMENT);
+    assert_non_null(strstr(tile_last_error(), "b_n_stride 2"));
+    a = grouped_matmul_args(TILE_DTYPE_BF16, 0);
+    assert_int_equal(tile_grouped_matmul_variant(first_variant_of("attention", TILE_DTYPE_BF16),
+                                                 &a, NULL),
+                     TILE_STATUS_NOT_SUPPORTED);
+    assert_untouched();
+}
+
 static void test_ops_answer_no_device(void **state) {
     (void)state;
     for (int round = 0; round < 3; round++) { /* the answer does not change on later calls */
@@ -177,6 +237,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_answer_no_device),
         cmocka_unit_test(test_attention_answers_no_device),
+        cmocka_unit_test(test_grouped_matmul_answers_no_device),
         cmocka_unit_test(test_validation_still_comes_first),
         cmocka_unit_test(test_device_arch),
         cmocka_unit_test(test_explain),

@@ -1,5 +1,6 @@
-/* Argument validation of the public calls (softmax, the norms, attention, introspection): every invalid
- * argument gives its own status and a message naming the argument, and no buffer is touched.
+/* Argument validation of the public calls (softmax, the norms, attention, grouped matmul,
+ * introspection): every invalid argument gives its own status and a message naming the
+ * argument, and no buffer is touched.
  * Validation runs before the driver is loaded, so none of this needs a GPU; no call here has
  * valid arguments AND host pointers (a bad variant index counts as invalid: it is checked
  * before the device), so nothing is ever launched, even on a machine with a GPU. */
@@ -84,6 +85,7 @@ typedef struct bad_call {
 #define BF16 TILE_DTYPE_BF16
 #define INV TILE_STATUS_INVALID_ARGUMENT
 #define MIS TILE_STATUS_MISALIGNED
+#define NSUP TILE_STATUS_NOT_SUPPORTED
 
 static const bad_call bad_calls[] = {
     {"NULL y", F32, -1, 0, 0, 4, 8, 8, 8, INV, "y is NULL"},
@@ -767,6 +769,174 @@ static void test_norm_call_count(void **state) {
     print_message("norm validation: %d invalid calls\n", norm_calls);
 }
 
+/* ---------------------------------------------------------------- ops of an args struct */
+
+/* Host buffers an op's invalid calls must leave as they were: filled with `pattern`, never to
+ * be read or written. */
+typedef struct buffer_set {
+    unsigned char *const *bufs;
+    const char *const *names;
+    size_t count;
+    unsigned char pattern;
+} buffer_set;
+
+static void poison_buffers(const buffer_set *set) {
+    for (size_t b = 0; b < set->count; b++) memset(set->bufs[b], set->pattern, BUF_BYTES);
+}
+
+static void assert_buffers_untouched(const buffer_set *set) {
+    for (size_t b = 0; b < set->count; b++)
+        for (size_t i = 0; i < BUF_BYTES; i++)
+            if (set->bufs[b][i] != set->pattern) {
+                print_error("%s was written at byte %zu\n", set->names[b], i);
+                fail();
+            }
+}
+
+/* An op whose entry points take a versioned args struct (attention, grouped matmul): entry
+ * point e (0 .. ARGS_ENTRIES - 1, bit 1 << e of an `entries` mask) called on args, and the
+ * buffers its args point into. */
+typedef struct args_op {
+    const char *op;                 /* its registry op */
+    const char *const *entry_names; /* run, variant, explain */
+    tile_status (*call)(int entry, const void *args);
+    tile_status (*variant)(int32_t variant, const void *args);
+    tile_status (*explain)(const void *args, int32_t arch, tile_decision *decision);
+    const buffer_set *buffers;
+    size_t args_size;
+    int *calls; /* invalid calls made, for docs/reliability.md */
+} args_op;
+
+#define ARGS_ENTRIES 3 /* run, variant, explain: bits 1, 2, 4 of an `entries` mask */
+
+/* Runs args through every entry point in `entries`: each must return `status`, name itself and
+ * `message` in tile_last_error(), and leave every buffer and the args as they were. */
+static void args_expect(const args_op *op, int line, const char *what, int entries,
+                        const void *args, tile_status status, const char *message) {
+    unsigned char copy[1024];
+    assert_true(op->args_size <= sizeof copy);
+    for (int e = 0; e < ARGS_ENTRIES; e++) {
+        if (!(entries & (1 << e))) continue;
+        poison_buffers(op->buffers);
+        memcpy(copy, args, op->args_size);
+        const tile_status s = op->call(e, args);
+        (*op->calls)++;
+        if (s != status || !strstr(tile_last_error(), message) ||
+            !strstr(tile_last_error(), op->entry_names[e]))
+            print_error("line %d, %s via %s: got %s (\"%s\"), want %s mentioning \"%s\"\n", line,
+                        what, op->entry_names[e], tile_status_string(s), tile_last_error(),
+                        tile_status_string(status), message);
+        assert_int_equal(s, status);
+        assert_message(message);
+        assert_message(op->entry_names[e]);
+        assert_int_equal(memcmp(copy, args, op->args_size), 0);
+        assert_buffers_untouched(op->buffers);
+    }
+}
+
+/* An args struct's init (`fn`, through `init`): NULL and sizes below version 1's (the struct
+ * up to its last v1 field at `last_field`) fail and write nothing; this version's size and a
+ * newer caller's longer struct are zeroed exactly and get their struct_size. */
+static void check_args_init(const char *fn, tile_status (*init)(void *args, size_t size),
+                            size_t size, size_t last_field, int *calls) {
+    _Alignas(256) unsigned char buf[1024];
+    assert_true(size + 64 <= sizeof buf);
+    char text[96];
+    assert_int_equal(init(NULL, size), INV);
+    snprintf(text, sizeof text, "%s: args is NULL", fn);
+    assert_message(text);
+    (*calls)++;
+    const size_t small[] = {0, 1, sizeof(size_t), last_field, size - 1};
+    for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
+        memset(buf, 0xee, sizeof buf);
+        assert_int_equal(init(buf, small[i]), INV);
+        snprintf(text, sizeof text, "%s: struct_size is %zu", fn, small[i]);
+        assert_message(text);
+        for (size_t j = 0; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
+        (*calls)++;
+    }
+    const size_t sizes[] = {size, size + 8, size + 64};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        memset(buf, 0xee, sizeof buf);
+        assert_int_equal(init(buf, sizes[i]), TILE_STATUS_SUCCESS);
+        assert_string_equal(tile_last_error(), "");
+        size_t struct_size;
+        memcpy(&struct_size, buf, sizeof struct_size);
+        assert_int_equal(struct_size, sizes[i]);
+        for (size_t j = sizeof(size_t); j < sizes[i]; j++) assert_int_equal(buf[j], 0);
+        for (size_t j = sizes[i]; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
+    }
+}
+
+/* What the entry points of every args op share, on `valid` args (BF16; never run) and
+ * `broken` ones (valid but for what `broken_message` names): NULL args and struct_size below
+ * version 1's (`last_field`, the offset of its last field, among others) through all three;
+ * explain's decision checked first and never written, then its arch; the variant index's range,
+ * then its op and dtype (`other`: variants of other ops or dtypes), both before the device. */
+static void check_args_entry_points(const args_op *op, const void *valid, const void *broken,
+                                    const char *broken_message, size_t last_field, int32_t arch,
+                                    const int32_t other[3]) {
+    char text[128];
+    for (int e = 0; e < ARGS_ENTRIES; e++) {
+        poison_buffers(op->buffers);
+        assert_int_equal(op->call(e, NULL), INV);
+        snprintf(text, sizeof text, "%s: args is NULL", op->entry_names[e]);
+        assert_message(text);
+        (*op->calls)++;
+    }
+    _Alignas(256) unsigned char args[1024];
+    assert_true(op->args_size <= sizeof args);
+    const size_t sizes[] = {0, 1, sizeof(size_t), last_field, op->args_size - 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        memcpy(args, valid, op->args_size);
+        memcpy(args, &sizes[i], sizeof sizes[i]); /* struct_size comes first */
+        snprintf(text, sizeof text, "struct_size is %zu", sizes[i]);
+        args_expect(op, __LINE__, text, (1 << ARGS_ENTRIES) - 1, args, INV, text);
+    }
+    tile_decision d;
+    memset(&d, 0x5a, sizeof d);
+    d.struct_size = sizeof d;
+    const tile_decision dcopy = d;
+    const char *const explain_name = op->entry_names[2];
+    assert_int_equal(op->explain(valid, arch, NULL), INV);
+    snprintf(text, sizeof text, "%s: decision is NULL", explain_name);
+    assert_message(text);
+    d.struct_size = 0;
+    assert_int_equal(op->explain(valid, arch, &d), INV);
+    assert_message("decision->struct_size is 0");
+    d.struct_size = sizeof d - 1;
+    assert_int_equal(op->explain(broken, arch, &d), INV);
+    assert_message("decision->struct_size");
+    d.struct_size = sizeof d;
+    assert_int_equal(op->explain(broken, arch, &d), INV);
+    assert_message(broken_message);
+    assert_int_equal(op->explain(valid, 5, &d), INV);
+    snprintf(text, sizeof text, "%s: arch is 5", explain_name);
+    assert_message(text);
+    assert_int_equal(op->explain(valid, -90, &d), INV);
+    assert_message("arch is -90");
+    *op->calls += 6;
+    assert_int_equal(memcmp(&d, &dcopy, sizeof d), 0);
+    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
+                           INT32_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(op->variant(bad[i], valid), INV);
+        snprintf(text, sizeof text, "%s: variant %d", op->entry_names[1], bad[i]);
+        assert_message(text);
+        (*op->calls)++;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(other[i] >= 0);
+        assert_int_equal(op->variant(other[i], valid), NSUP);
+        snprintf(text, sizeof text, "%s: variant", op->entry_names[1]);
+        assert_message(text);
+        snprintf(text, sizeof text, "not %s bf16", op->op);
+        assert_message(text);
+        (*op->calls)++;
+    }
+    assert_buffers_untouched(op->buffers);
+}
+
 /* ---------------------------------------------------------------- attention */
 
 /* The attention operands: host buffers, patterned, never to be read or written. */
@@ -781,21 +951,15 @@ static unsigned char *const attn_bufs[] = {qbuf, kbuf, vbuf, obuf, lsebuf, cubuf
 static const char *const attn_buf_names[] = {"q", "k", "v", "o", "lse", "cu_seqlens"};
 #define ATTN_PATTERN 0x6d
 
+static const buffer_set attn_buffers = {attn_bufs, attn_buf_names, 6, ATTN_PATTERN};
+
 static int setup_attn(void **state) {
     (void)state;
-    for (size_t b = 0; b < sizeof attn_bufs / sizeof *attn_bufs; b++)
-        memset(attn_bufs[b], ATTN_PATTERN, BUF_BYTES);
+    poison_buffers(&attn_buffers);
     return 0;
 }
 
-static void assert_attn_untouched(void) {
-    for (size_t b = 0; b < sizeof attn_bufs / sizeof *attn_bufs; b++)
-        for (size_t i = 0; i < BUF_BYTES; i++)
-            if (attn_bufs[b][i] != ATTN_PATTERN) {
-                print_error("%s was written at byte %zu\n", attn_buf_names[b], i);
-                fail();
-            }
-}
+static void assert_attn_untouched(void) { assert_buffers_untouched(&attn_buffers); }
 
 /* The three entry points that validate tile_flash_attention_args alike, as bits. explain
  * decides for sm_80 (no device needed), so it alone reaches dispatch's own checks here. */
@@ -803,10 +967,9 @@ enum {
     A_RUN = 1 << 0, /* tile_flash_attention */
     A_VAR = 1 << 1, /* tile_flash_attention_variant of an attention variant of the dtype */
     A_EXP = 1 << 2, /* tile_flash_attention_explain(args, 80, decision) */
-    A_COUNT = 3,
-    A_ALL = (1 << A_COUNT) - 1,
+    A_ALL = (1 << ARGS_ENTRIES) - 1,
 };
-static const char *const attn_entry_names[A_COUNT] = {
+static const char *const attn_entry_names[ARGS_ENTRIES] = {
     "tile_flash_attention", "tile_flash_attention_variant", "tile_flash_attention_explain"};
 
 /* A valid call: bf16, BSHD, 2 sequences of 8 queries and 8 keys, 2 query heads over one
@@ -840,7 +1003,8 @@ static void attn_varlen(tile_flash_attention_args *a) {
     a->q_batch_stride = a->k_batch_stride = a->v_batch_stride = a->o_batch_stride = 0;
 }
 
-static tile_status attn_call(int e, const tile_flash_attention_args *a) {
+static tile_status attn_call(int e, const void *args) {
+    const tile_flash_attention_args *a = args;
     tile_decision d = {.struct_size = sizeof d};
     switch (1 << e) {
     case A_RUN: return tile_flash_attention(a, NULL);
@@ -853,28 +1017,21 @@ static tile_status attn_call(int e, const tile_flash_attention_args *a) {
 
 static int attn_calls; /* invalid attention calls made, for docs/reliability.md */
 
-/* Runs args through every entry point in `entries`: each must return `status`, name itself and
- * `message` in tile_last_error(), and leave every buffer and the args as they were. */
+static tile_status attn_variant(int32_t variant, const void *args) {
+    return tile_flash_attention_variant(variant, args, NULL);
+}
+static tile_status attn_explain(const void *args, int32_t arch, tile_decision *decision) {
+    return tile_flash_attention_explain(args, arch, decision);
+}
+
+static const args_op attn_op = {"attention",    attn_entry_names, attn_call,
+                                attn_variant,   attn_explain,     &attn_buffers,
+                                sizeof(tile_flash_attention_args), &attn_calls};
+
 static void attn_expect(int line, const char *what, int entries,
                         const tile_flash_attention_args *a, tile_status status,
                         const char *message) {
-    for (int e = 0; e < A_COUNT; e++) {
-        if (!(entries & (1 << e))) continue;
-        setup_attn(NULL);
-        const tile_flash_attention_args copy = *a;
-        const tile_status s = attn_call(e, a);
-        attn_calls++;
-        if (s != status || !strstr(tile_last_error(), message) ||
-            !strstr(tile_last_error(), attn_entry_names[e]))
-            print_error("line %d, %s via %s: got %s (\"%s\"), want %s mentioning \"%s\"\n", line,
-                        what, attn_entry_names[e], tile_status_string(s), tile_last_error(),
-                        tile_status_string(status), message);
-        assert_int_equal(s, status);
-        assert_message(message);
-        assert_message(attn_entry_names[e]);
-        assert_int_equal(memcmp(&copy, a, sizeof copy), 0);
-        assert_attn_untouched();
-    }
+    args_expect(&attn_op, line, what, entries, a, status, message);
 }
 
 /* ATTN_CASE(entries, status, message, changes...): the base case with `changes` (statements on
@@ -886,7 +1043,6 @@ static void attn_expect(int line, const char *what, int entries,
         attn_expect(__LINE__, #__VA_ARGS__, entries, &a, status, message);                        \
     } while (0)
 
-#define NSUP TILE_STATUS_NOT_SUPPORTED
 #define T31 ((int64_t)1 << 31)
 /* The largest q_batch_stride of the base case whose last element ends within INT64_MAX bytes:
  * 32 + stride + 7 * 64 + 32 elements of 2 bytes. */
@@ -1068,67 +1224,12 @@ static void test_attention_tensors(void **state) {
 /* args itself, the decision, the variant index, and the order of the checks. */
 static void test_attention_entry_points(void **state) {
     (void)state;
-    tile_decision d;
-    memset(&d, 0x5a, sizeof d);
-    d.struct_size = sizeof d;
-    const tile_decision dcopy = d;
-    const int32_t v = first_variant_of("attention", BF16);
-    setup_attn(NULL);
-    assert_int_equal(tile_flash_attention(NULL, NULL), INV);
-    assert_message("tile_flash_attention: args is NULL");
-    assert_int_equal(tile_flash_attention_variant(v, NULL, NULL), INV);
-    assert_message("tile_flash_attention_variant: args is NULL");
-    assert_int_equal(tile_flash_attention_explain(NULL, 80, &d), INV);
-    assert_message("tile_flash_attention_explain: args is NULL");
-    attn_calls += 3;
-    const size_t sizes[] = {0, 1, sizeof(size_t), offsetof(tile_flash_attention_args, lse),
-                            sizeof(tile_flash_attention_args) - 1};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        char text[64];
-        snprintf(text, sizeof text, "struct_size is %zu", sizes[i]);
-        ATTN_CASE(A_ALL, INV, text, a.struct_size = sizes[i]);
-    }
-    /* explain: the decision is checked first, and never written by a failure */
-    tile_flash_attention_args a = attn_base();
-    assert_int_equal(tile_flash_attention_explain(&a, 80, NULL), INV);
-    assert_message("tile_flash_attention_explain: decision is NULL");
-    d.struct_size = 0;
-    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
-    assert_message("decision->struct_size is 0");
-    d.struct_size = sizeof d - 1;
-    a.q = NULL;
-    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
-    assert_message("decision->struct_size");
-    d.struct_size = sizeof d;
-    assert_int_equal(tile_flash_attention_explain(&a, 80, &d), INV);
-    assert_message("q is NULL");
-    a = attn_base();
-    assert_int_equal(tile_flash_attention_explain(&a, 5, &d), INV);
-    assert_message("tile_flash_attention_explain: arch is 5");
-    assert_int_equal(tile_flash_attention_explain(&a, -90, &d), INV);
-    assert_message("arch is -90");
-    attn_calls += 6;
-    assert_int_equal(memcmp(&d, &dcopy, sizeof d), 0);
-    /* the variant index: range, then op and dtype, all after the arguments and before the
-     * device */
-    const int32_t bad[] = {-1, -1000, tile_variant_count(), tile_variant_count() + 7, INT32_MAX,
-                           INT32_MIN};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(tile_flash_attention_variant(bad[i], &a, NULL), INV);
-        char text[64];
-        snprintf(text, sizeof text, "tile_flash_attention_variant: variant %d", bad[i]);
-        assert_message(text);
-        attn_calls++;
-    }
-    const int32_t other[] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
-                             first_variant_of("attention", F16)};
-    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
-        assert_true(other[i] >= 0);
-        assert_int_equal(tile_flash_attention_variant(other[i], &a, NULL), NSUP);
-        assert_message("tile_flash_attention_variant: variant");
-        assert_message("not attention bf16");
-        attn_calls++;
-    }
+    tile_flash_attention_args a = attn_base(), broken = attn_base();
+    broken.q = NULL;
+    const int32_t other[3] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
+                              first_variant_of("attention", F16)};
+    check_args_entry_points(&attn_op, &a, &broken, "q is NULL",
+                            offsetof(tile_flash_attention_args, lse), 80, other);
     a.head_dim = 12;
     assert_int_equal(tile_flash_attention_variant(-1, &a, NULL), NSUP);
     assert_message("head_dim 12");
@@ -1166,43 +1267,387 @@ static void test_attention_entry_points(void **state) {
     assert_attn_untouched();
 }
 
+static tile_status attn_init(void *args, size_t size) { return tile_flash_attention_init(args, size); }
+
 /* tile_flash_attention_init: zeroes exactly struct_size bytes and sets struct_size. */
 static void test_attention_init(void **state) {
     (void)state;
-    const size_t n = sizeof(tile_flash_attention_args);
-    _Alignas(tile_flash_attention_args) unsigned char buf[sizeof(tile_flash_attention_args) + 64];
-    assert_int_equal(tile_flash_attention_init(NULL, n), INV);
-    assert_message("tile_flash_attention_init: args is NULL");
-    attn_calls++;
-    const size_t small[] = {0, 1, sizeof(size_t), offsetof(tile_flash_attention_args, lse), n - 1};
-    for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
-        memset(buf, 0xee, sizeof buf);
-        assert_int_equal(tile_flash_attention_init((tile_flash_attention_args *)(void *)buf,
-                                                   small[i]),
-                         INV);
-        char text[64];
-        snprintf(text, sizeof text, "tile_flash_attention_init: struct_size is %zu", small[i]);
-        assert_message(text);
-        for (size_t j = 0; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
-        attn_calls++;
-    }
-    /* this version's size, and a newer caller's longer struct */
-    const size_t sizes[] = {n, n + 8, n + 64};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        memset(buf, 0xee, sizeof buf);
-        tile_flash_attention_args *a = (tile_flash_attention_args *)(void *)buf;
-        assert_int_equal(tile_flash_attention_init(a, sizes[i]), TILE_STATUS_SUCCESS);
-        assert_string_equal(tile_last_error(), "");
-        assert_int_equal(a->struct_size, sizes[i]);
-        for (size_t j = sizeof(size_t); j < sizes[i]; j++) assert_int_equal(buf[j], 0);
-        for (size_t j = sizes[i]; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
-    }
+    check_args_init("tile_flash_attention_init", attn_init, sizeof(tile_flash_attention_args),
+                    offsetof(tile_flash_attention_args, lse), &attn_calls);
 }
 
 static void test_attention_call_count(void **state) {
     (void)state;
     /* docs/reliability.md counts these */
     print_message("attention validation: %d invalid calls\n", attn_calls);
+}
+
+/* ---------------------------------------------------------------- grouped matmul */
+
+/* The grouped matmul operands: host buffers, patterned, never to be read or written. */
+static _Alignas(256) unsigned char gabuf[BUF_BYTES];
+static _Alignas(256) unsigned char gbbuf[BUF_BYTES];
+static _Alignas(256) unsigned char gcbuf[BUF_BYTES];
+static _Alignas(256) unsigned char gbiasbuf[BUF_BYTES];
+static _Alignas(256) unsigned char goffbuf[BUF_BYTES];
+
+static unsigned char *const gmm_bufs[] = {gabuf, gbbuf, gcbuf, gbiasbuf, goffbuf};
+static const char *const gmm_buf_names[] = {"a", "b", "c", "bias", "offsets"};
+static const buffer_set gmm_buffers = {gmm_bufs, gmm_buf_names, 5, 0x3b};
+
+static int setup_gmm(void **state) {
+    (void)state;
+    poison_buffers(&gmm_buffers);
+    return 0;
+}
+
+/* The three entry points that validate tile_grouped_matmul_args alike, as bits. explain
+ * decides for sm_90 (no device needed), so it alone reaches dispatch's own checks here. */
+enum {
+    G_RUN = 1 << 0, /* tile_grouped_matmul */
+    G_VAR = 1 << 1, /* tile_grouped_matmul_variant of a grouped_matmul variant (or -1: none yet) */
+    G_EXP = 1 << 2, /* tile_grouped_matmul_explain(args, 90, decision) */
+    G_ALL = (1 << ARGS_ENTRIES) - 1,
+};
+static const char *const gmm_entry_names[ARGS_ENTRIES] = {
+    "tile_grouped_matmul", "tile_grouped_matmul_variant", "tile_grouped_matmul_explain"};
+
+/* A valid call: bf16, 2 groups over 16 rows, n 32, k 16, B stored [groups, k, n], with a bias;
+ * each case breaks one thing. A takes 512 bytes, B 2 KiB, C 1 KiB. */
+static tile_grouped_matmul_args gmm_base(void) {
+    tile_grouped_matmul_args a;
+    memset(&a, 0x77, sizeof a); /* init must clear everything */
+    assert_int_equal(tile_grouped_matmul_init(&a, sizeof a), TILE_STATUS_SUCCESS);
+    a.dtype = BF16;
+    a.groups = 2;
+    a.total_m = 16;
+    a.n = 32;
+    a.k = 16;
+    a.a = gabuf, a.b = gbbuf, a.c = gcbuf, a.bias = gbiasbuf;
+    a.offsets = (const int32_t *)(void *)goffbuf;
+    a.lda = 16;
+    a.ldc = 32;
+    a.b_group_stride = 16 * 32;
+    a.b_k_stride = 32;
+    a.b_n_stride = 1;
+    a.bias_group_stride = 32;
+    return a;
+}
+
+/* The base with B stored [groups, n, k] (k contiguous, torch's weight.t() view). */
+static void gmm_kmajor(tile_grouped_matmul_args *a) {
+    a->b_k_stride = 1;
+    a->b_n_stride = 16;
+}
+
+static tile_status gmm_call(int e, const void *args) {
+    const tile_grouped_matmul_args *a = args;
+    tile_decision d = {.struct_size = sizeof d};
+    switch (1 << e) {
+    case G_RUN: return tile_grouped_matmul(a, NULL);
+    case G_VAR:
+        /* the arguments are checked before the index, which is -1 while the registry has no
+         * grouped_matmul variant */
+        return tile_grouped_matmul_variant(first_variant_of("grouped_matmul", BF16), a, NULL);
+    default: return tile_grouped_matmul_explain(a, 90, &d);
+    }
+}
+
+static int gmm_calls; /* invalid grouped matmul calls made, for docs/reliability.md */
+
+static tile_status gmm_variant(int32_t variant, const void *args) {
+    return tile_grouped_matmul_variant(variant, args, NULL);
+}
+static tile_status gmm_explain(const void *args, int32_t arch, tile_decision *decision) {
+    return tile_grouped_matmul_explain(args, arch, decision);
+}
+
+static const args_op gmm_op = {"grouped_matmul", gmm_entry_names, gmm_call,
+                               gmm_variant,      gmm_explain,     &gmm_buffers,
+                               sizeof(tile_grouped_matmul_args), &gmm_calls};
+
+/* GMM_CASE(entries, status, message, changes...): the base case with `changes` (statements on
+ * `a`, separated by commas) must fail so through each of `entries`. */
+#define GMM_CASE(entries, status, message, ...)                                                   \
+    do {                                                                                          \
+        tile_grouped_matmul_args a = gmm_base();                                                  \
+        __VA_ARGS__;                                                                              \
+        args_expect(&gmm_op, __LINE__, #__VA_ARGS__, entries, &a, status, message);               \
+    } while (0)
+
+/* The largest lda of the base case whose last element of A ends within INT64_MAX bytes:
+ * 15 * lda + 16 elements of 2 bytes. */
+#define GMM_EDGE ((INT64_MAX / 2 - 16) / 15)
+
+/* Whether the registry holds grouped_matmul variants of bf16 (not until the kernels land). */
+static int gmm_has_variants(void) { return first_variant_of("grouped_matmul", BF16) >= 0; }
+
+/* args pass validation: explain for sm_90 succeeds, or (no variant takes them, or none is
+ * compiled yet) fails in dispatch, whose messages start "no grouped_matmul". */
+static void assert_gmm_valid(const tile_grouped_matmul_args *a) {
+    tile_decision d = {.struct_size = sizeof d};
+    const tile_status s = tile_grouped_matmul_explain(a, 90, &d);
+    if (s != TILE_STATUS_SUCCESS && !strstr(tile_last_error(), "no grouped_matmul bf16 variant")) {
+        print_error("valid args failed: %s: %s\n", tile_status_string(s), tile_last_error());
+        fail();
+    }
+    if (s == TILE_STATUS_SUCCESS) {
+        assert_string_equal(tile_last_error(), "");
+        tile_variant_info info = {.struct_size = sizeof info};
+        assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
+        assert_string_equal(info.op, "grouped_matmul");
+        assert_int_equal(info.dtype, BF16);
+    }
+    assert_buffers_untouched(&gmm_buffers);
+}
+
+/* The base case and the edges the rules allow pass validation (tile_grouped_matmul itself
+ * would launch on host pointers where a GPU exists; tests/host/test_no_driver.c runs it
+ * without a driver). While no grouped_matmul variant is compiled, explain's answer is
+ * ARCH_MISMATCH, after validation. */
+static void test_grouped_matmul_valid(void **state) {
+    (void)state;
+    tile_grouped_matmul_args a = gmm_base();
+    tile_decision d = {.struct_size = sizeof d};
+    const int has_variants = gmm_has_variants(); /* introspection clears the last error */
+    for (int32_t arch = 80; arch <= 90; arch += 10) {
+        const tile_status s = tile_grouped_matmul_explain(&a, arch, &d);
+        assert_int_equal(s, has_variants ? TILE_STATUS_SUCCESS : TILE_STATUS_ARCH_MISMATCH);
+        if (s != TILE_STATUS_SUCCESS) assert_message("no grouped_matmul bf16 variant");
+    }
+    assert_gmm_valid(&a);
+    gmm_kmajor(&a); /* B as [groups, n, k] */
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* no rows at all: valid, nothing to compute */
+    a.total_m = 0;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* one group: its B stride does not count, 0 included; nor the bias's */
+    a.groups = 1;
+    a.b_group_stride = 0;
+    a.bias_group_stride = 0;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* the most groups */
+    a.groups = 65536;
+    a.b_group_stride = 16 * 32;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* no bias: bias_group_stride is not read */
+    a.bias = NULL;
+    a.bias_group_stride = -7;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* both B strides 1 where a dimension has one position */
+    a.n = 1;
+    a.ldc = 8;
+    a.b_k_stride = a.b_n_stride = 1;
+    a.b_group_stride = 16;
+    a.bias = NULL;
+    assert_gmm_valid(&a);
+    a = gmm_base();
+    a.k = 1;
+    a.lda = 8;
+    a.b_k_stride = a.b_n_stride = 1;
+    a.b_group_stride = 32;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* B as [k, groups, n]: groups interleaved, no element shared */
+    a.b_group_stride = 32;
+    a.b_k_stride = 2 * 32;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* padded rows and n, k at the int32 limit on one row */
+    a.total_m = 1;
+    a.n = a.k = INT32_MAX;
+    a.lda = a.ldc = INT32_MAX;
+    a.groups = 1;
+    a.b_k_stride = INT32_MAX;
+    a.bias = NULL;
+    assert_gmm_valid(&a);
+    a = gmm_base(); /* the largest A extent passes validation */
+    a.lda = GMM_EDGE;
+    assert_gmm_valid(&a);
+}
+
+static void test_grouped_matmul_arguments(void **state) {
+    (void)state;
+    /* dtype */
+    GMM_CASE(G_ALL, UNS, "dtype 0 (f32)", a.dtype = F32);
+    GMM_CASE(G_ALL, UNS, "dtype 7", a.dtype = (tile_dtype)7);
+    GMM_CASE(G_ALL, UNS, "dtype -1", a.dtype = (tile_dtype)-1);
+    GMM_CASE(G_ALL, UNS, "dtype 3", a.dtype = TILE_DTYPE_COUNT_);
+    /* groups, rows, columns */
+    GMM_CASE(G_ALL, INV, "groups is 0", a.groups = 0);
+    GMM_CASE(G_ALL, INV, "groups is -1", a.groups = -1);
+    GMM_CASE(G_ALL, INV, "groups is 65537", a.groups = 65537);
+    GMM_CASE(G_ALL, INV, "groups is 2147483647", a.groups = INT32_MAX);
+    GMM_CASE(G_ALL, INV, "groups is -2147483648", a.groups = INT32_MIN);
+    GMM_CASE(G_ALL, INV, "total_m is -1", a.total_m = -1);
+    GMM_CASE(G_ALL, INV, "total_m is -9223372036854775808", a.total_m = INT64_MIN);
+    GMM_CASE(G_ALL, INV, "n is 0", a.n = 0);
+    GMM_CASE(G_ALL, INV, "n is -5", a.n = -5);
+    GMM_CASE(G_ALL, NSUP, "n 2147483648", a.n = T31, a.ldc = T31);
+    GMM_CASE(G_ALL, NSUP, "n 9223372036854775807", a.n = INT64_MAX);
+    GMM_CASE(G_ALL, INV, "k is 0", a.k = 0);
+    GMM_CASE(G_ALL, INV, "k is -1", a.k = -1);
+    GMM_CASE(G_ALL, NSUP, "k 2147483648", a.k = T31, a.lda = T31);
+    /* row strides of C and A: >= their rows, whatever total_m */
+    GMM_CASE(G_ALL, INV, "ldc is 31", a.ldc = 31);
+    GMM_CASE(G_ALL, INV, "ldc is 0", a.ldc = 0);
+    GMM_CASE(G_ALL, INV, "ldc is -32", a.ldc = -32);
+    GMM_CASE(G_ALL, INV, "ldc is 1", a.total_m = 1, a.ldc = 1);
+    GMM_CASE(G_ALL, INV, "lda is 15", a.lda = 15);
+    GMM_CASE(G_ALL, INV, "lda is -16", a.lda = -16);
+    GMM_CASE(G_ALL, INV, "lda is 0", a.total_m = 0, a.lda = 0);
+    /* B's contiguous dimension: exactly one unit stride, both only where n or k is 1 */
+    GMM_CASE(G_ALL, INV, "b_k_stride is 32 and b_n_stride 2", a.b_n_stride = 2);
+    GMM_CASE(G_ALL, INV, "b_k_stride is 32 and b_n_stride 0", a.b_n_stride = 0);
+    GMM_CASE(G_ALL, INV, "b_k_stride is 0 and b_n_stride -1", a.b_k_stride = 0,
+             a.b_n_stride = -1);
+    GMM_CASE(G_ALL, INV, "b_k_stride and b_n_stride are both 1", a.b_k_stride = 1);
+    GMM_CASE(G_ALL, INV, "both 1", a.b_k_stride = 1, a.n = 2, a.k = 2);
+    /* offsets */
+    GMM_CASE(G_ALL, INV, ": offsets is NULL", a.offsets = NULL);
+}
+
+static void test_grouped_matmul_tensors(void **state) {
+    (void)state;
+    /* NULL operands (bias may be NULL: test_grouped_matmul_valid) */
+    GMM_CASE(G_ALL, INV, ": a is NULL", a.a = NULL);
+    GMM_CASE(G_ALL, INV, ": b is NULL", a.b = NULL);
+    GMM_CASE(G_ALL, INV, ": c is NULL", a.c = NULL);
+    /* negative strides */
+    GMM_CASE(G_ALL, INV, "b_group_stride is -1", a.b_group_stride = -1);
+    GMM_CASE(G_ALL, INV, "b_group_stride is -512", a.groups = 1, a.b_group_stride = -512);
+    GMM_CASE(G_ALL, INV, "b_k_stride is -32", a.b_k_stride = -32);
+    GMM_CASE(G_ALL, INV, "b_n_stride is -16", gmm_kmajor(&a), a.b_n_stride = -16);
+    GMM_CASE(G_ALL, INV, "b_n_stride is", gmm_kmajor(&a), a.b_n_stride = INT64_MIN);
+    GMM_CASE(G_ALL, INV, "bias_group_stride is -1", a.bias_group_stride = -1);
+    GMM_CASE(G_ALL, INV, "bias_group_stride is -32", a.groups = 1, a.bias_group_stride = -32);
+    /* two elements of B (within a group or across groups) or of the bias at one address */
+    GMM_CASE(G_ALL, INV, "b_k_stride is 16; it must be >= 32", a.b_k_stride = 16);
+    GMM_CASE(G_ALL, INV, "b_n_stride is 8; it must be >= 16", gmm_kmajor(&a), a.b_n_stride = 8);
+    GMM_CASE(G_ALL, INV, "b_group_stride is 0", a.b_group_stride = 0);
+    GMM_CASE(G_ALL, INV, "b_group_stride is 256; it must be >= 512", a.b_group_stride = 256);
+    GMM_CASE(G_ALL, INV, "b_group_stride is 511", gmm_kmajor(&a), a.b_group_stride = 511);
+    GMM_CASE(G_ALL, INV, "b_k_stride is 64; it must be >= 96", a.b_group_stride = 32,
+             a.b_k_stride = 64, a.groups = 3);
+    GMM_CASE(G_ALL, INV, "bias_group_stride is 16; it must be >= 32", a.bias_group_stride = 16);
+    GMM_CASE(G_ALL, INV, "bias_group_stride is 0", a.bias_group_stride = 0);
+    /* int64 byte extents */
+    GMM_CASE(G_ALL, INV, "a's extent (16 x lda", a.lda = INT64_MAX / 2);
+    GMM_CASE(G_ALL, INV, "overflow", a.total_m = INT64_MAX / 16);
+    GMM_CASE(G_ALL, INV, "b's extent (2 x b_group_stride", a.b_group_stride = INT64_MAX / 2);
+    GMM_CASE(G_ALL, INV, "b's extent (16 x b_k_stride", a.b_k_stride = INT64_MAX / 8);
+    GMM_CASE(G_ALL, INV, "c's extent (16 x ldc", a.ldc = INT64_MAX / 4);
+    GMM_CASE(G_ALL, INV, "bias's extent", a.bias_group_stride = INT64_MAX / 2 - 5);
+    /* the exact edge: A's last element ends one element past INT64_MAX bytes (one element
+     * less passes: test_grouped_matmul_valid) */
+    GMM_CASE(G_ALL, INV, "overflow", a.lda = GMM_EDGE + 1);
+    /* pointers not aligned to their elements */
+    GMM_CASE(G_ALL, MIS, ": a (", a.a = gabuf + 1);
+    GMM_CASE(G_ALL, MIS, ": b (", a.b = gbbuf + 3);
+    GMM_CASE(G_ALL, MIS, ": c (", a.dtype = F16, a.c = gcbuf + 255);
+    GMM_CASE(G_ALL, MIS, ": bias (", a.bias = gbiasbuf + 1);
+    GMM_CASE(G_ALL, MIS, ": offsets (", a.offsets = (const int32_t *)(void *)(goffbuf + 2));
+    GMM_CASE(G_ALL, MIS, ": offsets (", a.offsets = (const int32_t *)(void *)(goffbuf + 1));
+    /* element-aligned but below the 16 bytes every variant needs: dispatch's MISALIGNED,
+     * naming the least aligned argument (explain for sm_90: no device needed). Only once the
+     * registry holds grouped_matmul variants: until then explain says none is compiled. */
+    if (!gmm_has_variants()) return;
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is a (", a.a = gabuf + 2);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is b (", a.b = gbbuf + 8);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is c (", a.c = gcbuf + 4);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is bias (", a.bias = gbiasbuf + 6);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is lda 20", a.lda = 20);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is ldc 36", a.ldc = 36);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is b_k_stride 36", a.b_k_stride = 36,
+             a.b_group_stride = 16 * 36);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is b_n_stride 20", gmm_kmajor(&a),
+             a.b_n_stride = 20);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is b_group_stride 516",
+             a.b_group_stride = 516);
+    GMM_CASE(G_EXP, MIS, "the least aligned argument is bias_group_stride 33",
+             a.bias_group_stride = 33);
+}
+
+/* args itself, the decision, the variant index, and the order of the checks. */
+static void test_grouped_matmul_entry_points(void **state) {
+    (void)state;
+    tile_grouped_matmul_args a = gmm_base(), broken = gmm_base();
+    broken.a = NULL;
+    const int32_t other[3] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
+                              first_variant_of("attention", BF16)};
+    check_args_entry_points(&gmm_op, &a, &broken, ": a is NULL",
+                            offsetof(tile_grouped_matmul_args, offsets), 90, other);
+    a.n = 0;
+    assert_int_equal(tile_grouped_matmul_variant(-1, &a, NULL), INV);
+    assert_message("n is 0");
+    gmm_calls++;
+    /* the first bad argument in the documented order is the one reported */
+    a = gmm_base();
+    a.dtype = F32;
+    a.groups = 0;
+    a.a = NULL;
+    args_expect(&gmm_op, __LINE__, "dtype first", G_ALL, &a, UNS, "dtype 0");
+    a.dtype = BF16;
+    args_expect(&gmm_op, __LINE__, "groups before tensors", G_ALL, &a, INV, "groups is 0");
+    a = gmm_base();
+    a.total_m = -1;
+    a.n = 0;
+    a.k = T31;
+    args_expect(&gmm_op, __LINE__, "total_m before n", G_ALL, &a, INV, "total_m is -1");
+    a.total_m = 16;
+    args_expect(&gmm_op, __LINE__, "n before k", G_ALL, &a, INV, "n is 0");
+    a = gmm_base();
+    a.k = T31;
+    a.ldc = 0;
+    args_expect(&gmm_op, __LINE__, "k before ldc", G_ALL, &a, NSUP, "k 2147483648");
+    a = gmm_base();
+    a.ldc = 0;
+    a.lda = 0;
+    a.b_n_stride = 5;
+    args_expect(&gmm_op, __LINE__, "ldc before lda", G_ALL, &a, INV, "ldc is 0");
+    a.ldc = 32;
+    args_expect(&gmm_op, __LINE__, "lda before B's layout", G_ALL, &a, INV, "lda is 0");
+    a.lda = 16;
+    a.offsets = NULL;
+    args_expect(&gmm_op, __LINE__, "B's layout before offsets", G_ALL, &a, INV,
+                "b_n_stride 5");
+    a.b_n_stride = 1;
+    a.a = NULL;
+    args_expect(&gmm_op, __LINE__, "offsets before the tensors", G_ALL, &a, INV,
+                "offsets is NULL");
+    a = gmm_base();
+    a.a = gabuf + 1;
+    a.b = NULL;
+    a.c = NULL;
+    args_expect(&gmm_op, __LINE__, "a before b", G_ALL, &a, MIS, ": a (");
+    a.a = gabuf;
+    a.b = gbbuf;
+    a.b_group_stride = -1;
+    args_expect(&gmm_op, __LINE__, "b before c", G_ALL, &a, INV, "b_group_stride is -1");
+    a = gmm_base();
+    a.c = gcbuf + 1;
+    a.bias_group_stride = 0;
+    a.offsets = (const int32_t *)(void *)(goffbuf + 1);
+    args_expect(&gmm_op, __LINE__, "c before bias", G_ALL, &a, MIS, ": c (");
+    a.c = gcbuf;
+    args_expect(&gmm_op, __LINE__, "bias before offsets' alignment", G_ALL, &a, INV,
+                "bias_group_stride is 0");
+    assert_buffers_untouched(&gmm_buffers);
+}
+
+static tile_status gmm_init(void *args, size_t size) { return tile_grouped_matmul_init(args, size); }
+
+/* tile_grouped_matmul_init: zeroes exactly struct_size bytes and sets struct_size. */
+static void test_grouped_matmul_init(void **state) {
+    (void)state;
+    check_args_init("tile_grouped_matmul_init", gmm_init, sizeof(tile_grouped_matmul_args),
+                    offsetof(tile_grouped_matmul_args, offsets), &gmm_calls);
+}
+
+static void test_grouped_matmul_call_count(void **state) {
+    (void)state;
+    /* docs/reliability.md counts these */
+    print_message("grouped matmul validation: %d invalid calls%s\n", gmm_calls,
+                  gmm_has_variants() ? "" : " (no grouped_matmul variant compiled: 10 explain "
+                                            "cases of dispatch's MISALIGNED not run)");
 }
 
 /* ---------------------------------------------------------------- strings and version */
@@ -1318,6 +1763,12 @@ int main(void) {
         cmocka_unit_test_setup(test_attention_entry_points, setup_attn),
         cmocka_unit_test(test_attention_init),
         cmocka_unit_test(test_attention_call_count),
+        cmocka_unit_test_setup(test_grouped_matmul_valid, setup_gmm),
+        cmocka_unit_test_setup(test_grouped_matmul_arguments, setup_gmm),
+        cmocka_unit_test_setup(test_grouped_matmul_tensors, setup_gmm),
+        cmocka_unit_test_setup(test_grouped_matmul_entry_points, setup_gmm),
+        cmocka_unit_test(test_grouped_matmul_init),
+        cmocka_unit_test(test_grouped_matmul_call_count),
         cmocka_unit_test(test_variant_get_arguments),
         cmocka_unit_test(test_device_arch_null),
         cmocka_unit_test(test_status_strings),

@@ -19,6 +19,7 @@ MIRRORS = {
     "tile_decision": _lib.Decision,
     "tile_add_norm_args": _lib.AddNormArgs,
     "tile_flash_attention_args": _lib.FlashAttentionArgs,
+    "tile_grouped_matmul_args": _lib.GroupedMatmulArgs,
 }
 
 

@@ -1,4 +1,4 @@
-"""torch.ops.fusedops.* on a GPU (issues 8 and 3; flash attention). Skips with a reason without PyTorch or a GPU.
+"""torch.ops.fusedops.* on a GPU (issues 8 and 3; flash attention; grouped matmul). Skips with a reason without PyTorch or a GPU.
 
 Run: FUSEDOPS_LIBRARY=build/libfusedops.so PYTHONPATH=python python3 -m unittest tests/python/test_torch_ops.py
 """
@@ -472,6 +472,173 @@ class AttentionOpsTest(unittest.TestCase):
         static_x.copy_(torch.randn_like(static_x))
         graph.replay()
         torch.testing.assert_close(static_out, block(static_x, *ws))
+
+
+@unittest.skipUnless(HAVE_GPU, REASON)
+class GroupedMatmulOpsTest(unittest.TestCase):
+    """grouped_mm: a [total_m, K], b [groups, K, N] in either layout, offs int32 [groups]."""
+    DTYPES = () if torch is None else (torch.float16, torch.bfloat16)
+
+    @classmethod
+    def setUpClass(cls):
+        import fusedops.torch  # noqa: F401  registers the ops
+
+    @staticmethod
+    def tol(dtype):
+        # (atol, rtol) of C (entries of standard deviation about 1) against float64 on the same
+        # rounded inputs: the fp32 sums' rounding to the dtype, and some of fp32 accumulation.
+        return {torch.float16: (3e-3, 2e-3), torch.bfloat16: (2e-2, 1.6e-2)}[dtype]
+
+    def inputs(self, sizes, k, n, dtype, nk=False, bias=False, tail=0, seed=0):
+        """(a, b, offs, bias) for groups of `sizes` rows (and `tail` rows in no group): a
+        standard normal, b scaled by 1 / sqrt(K) so C has entries of about unit size; b
+        [groups, K, N] contiguous, or with nk the transpose of a contiguous [groups, N, K]."""
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        groups, total_m = len(sizes), sum(sizes) + tail
+
+        def randn(*shape, scale=1.0):
+            return (torch.randn(shape, generator=g, device="cuda") * scale).to(dtype)
+        a = randn(total_m, k)
+        if nk:
+            b = randn(groups, n, k, scale=k ** -0.5).transpose(1, 2)
+        else:
+            b = randn(groups, k, n, scale=k ** -0.5)
+        offs = torch.tensor(sizes, device="cuda").cumsum(0).to(torch.int32)
+        return a, b, offs, randn(groups, n) if bias else None
+
+    @staticmethod
+    def reference(a, b, offs, bias=None):
+        """A loop of torch.mm over the groups, in float64: rows past the last end are 0."""
+        c = torch.zeros(a.shape[0], b.shape[2], dtype=torch.float64, device=a.device)
+        start = 0
+        for g, end in enumerate(offs.tolist()):
+            c[start:end] = a[start:end].double() @ b[g].double()
+            if bias is not None:
+                c[start:end] += bias[g].double()
+            start = end
+        return c
+
+    def close(self, got, want, rows=None):
+        atol, rtol = self.tol(got.dtype)
+        got, want = (got, want) if rows is None else (got[:rows], want[:rows])
+        self.assertFalse(torch.isnan(got).any(), "NaN in the output")
+        torch.testing.assert_close(got.double(), want, atol=atol, rtol=rtol)
+
+    def test_matches_loop_of_mm(self):
+        """Both B layouts, with and without bias, empty groups, one group, groups of one row."""
+        cases = [([37, 0, 64, 1, 90, 15, 60, 33], 256, 192), ([300], 128, 64),
+                 ([1] * 16, 64, 72), ([0, 200, 0], 200, 136)]
+        for dtype in self.DTYPES:
+            for sizes, k, n in cases:
+                for nk in (False, True):
+                    for bias in (False, True):
+                        a, b, offs, bi = self.inputs(sizes, k, n, dtype, nk, bias)
+                        self.assertEqual(b.stride(1) == 1, nk)
+                        got = torch.ops.fusedops.grouped_mm(a, b, offs, bi)
+                        with self.subTest(dtype=dtype, sizes=sizes, k=k, n=n, nk=nk, bias=bias):
+                            self.assertEqual(got.shape, (a.shape[0], n))
+                            self.assertEqual(got.dtype, dtype)
+                            self.close(got, self.reference(a, b, offs, bi))
+
+    def test_ragged_k_n_and_copies(self):
+        """K and N not multiples of 8 (inputs copied into padded rows, C's rows padded as
+        torch._grouped_mm pads them), a misaligned a, and rows past the last end (not
+        compared: they are never written)."""
+        dtype = torch.bfloat16
+        for k, n in [(100, 50), (8, 8), (13, 1)]:
+            a, b, offs, bias = self.inputs([20, 0, 33, 7], k, n, dtype, bias=True, tail=5, seed=1)
+            got = torch.ops.fusedops.grouped_mm(a, b, offs, bias)
+            self.assertEqual(got.stride(), ((n + 7) // 8 * 8, 1))
+            self.close(got, self.reference(a, b, offs, bias), rows=60)
+        a, b, offs, _ = self.inputs([30, 34], 64, 64, dtype, seed=2)
+        flat = torch.empty(a.numel() + 1, device="cuda", dtype=dtype)
+        odd = flat[1:].view(a.shape)  # 2 bytes past an aligned address
+        odd.copy_(a)
+        self.assertNotEqual(odd.data_ptr() % 16, 0)
+        self.close(torch.ops.fusedops.grouped_mm(odd, b, offs), self.reference(a, b, offs))
+        shared = b[:1].expand(2, -1, -1)  # every group the same B (stride 0): copied
+        self.close(torch.ops.fusedops.grouped_mm(a, shared, offs),
+                   self.reference(a, shared, offs))
+
+    def test_matches_torch_grouped_mm(self):
+        """Against torch._grouped_mm where this PyTorch and GPU have it (bf16, no bias)."""
+        if not hasattr(torch, "_grouped_mm"):
+            self.skipTest("torch._grouped_mm is not in this PyTorch")
+        a, b, offs, _ = self.inputs([128, 0, 64, 320, 16], 256, 512, torch.bfloat16, nk=True)
+        try:
+            want = torch._grouped_mm(a, b, offs=offs)
+        except RuntimeError as e:
+            self.skipTest(f"torch._grouped_mm: {str(e).splitlines()[0]}")
+        got = torch.ops.fusedops.grouped_mm(a, b, offs)
+        torch.testing.assert_close(got, want, atol=2e-2, rtol=1.6e-2)
+
+    def test_total_m_zero(self):
+        a, b, offs, _ = self.inputs([0, 0], 64, 64, torch.float16)
+        got = torch.ops.fusedops.grouped_mm(a, b, offs)
+        self.assertEqual(got.shape, (0, 64))
+
+    def test_opcheck(self):
+        ops = torch.ops.fusedops
+        for n, bias in ((128, False), (50, True)):
+            a, b, offs, bi = self.inputs([40, 0, 24], 64, n, torch.bfloat16, nk=n == 50,
+                                         bias=bias)
+            torch.library.opcheck(ops.grouped_mm.default, (a, b, offs, bi))
+
+    def test_errors(self):
+        ops = torch.ops.fusedops
+        a, b, offs, bias = self.inputs([8, 8], 64, 32, torch.bfloat16, bias=True)
+        with self.assertRaisesRegex(ValueError, "CUDA tensor"):
+            ops.grouped_mm(a.cpu(), b.cpu(), offs.cpu())
+        with self.assertRaisesRegex(TypeError, "not supported"):
+            ops.grouped_mm(a.float(), b.float(), offs)
+        with self.assertRaisesRegex(TypeError, "one dtype"):
+            ops.grouped_mm(a, b.half(), offs)
+        with self.assertRaisesRegex(TypeError, "int32"):
+            ops.grouped_mm(a, b, offs.long())
+        with self.assertRaisesRegex(ValueError, "2-D"):
+            ops.grouped_mm(a[None], b, offs)
+        with self.assertRaisesRegex(ValueError, "3-D"):
+            ops.grouped_mm(a, b[0], offs)
+        with self.assertRaisesRegex(ValueError, "K"):
+            ops.grouped_mm(a[:, :32], b, offs)
+        with self.assertRaisesRegex(ValueError, "offs"):
+            ops.grouped_mm(a, b, offs[:1])
+        with self.assertRaisesRegex(ValueError, "bias"):
+            ops.grouped_mm(a, b, offs, bias[:, :16])
+        # the library's own validation, its message in the exception: more than 65536 groups
+        many = torch.zeros(65537, 8, 8, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaisesRegex(RuntimeError, "groups"):
+            ops.grouped_mm(a[:, :8], many, torch.full((65537,), 16, device="cuda",
+                                                      dtype=torch.int32))
+        ag = a.detach().clone().requires_grad_(True)
+        with self.assertRaisesRegex(NotImplementedError, "no backward"):
+            ops.grouped_mm(ag, b, offs).sum().backward()
+
+    def test_compile_fullgraph_and_cuda_graph(self):
+        ops = torch.ops.fusedops
+
+        def moe(x, w_up, w_down, offs):
+            h = torch.nn.functional.silu(ops.grouped_mm(x, w_up, offs))
+            return ops.grouped_mm(h, w_down, offs)
+
+        dtype, (groups, d, f) = torch.bfloat16, (4, 256, 512)
+        g = torch.Generator(device="cuda").manual_seed(5)
+        x = torch.randn(300, d, device="cuda", generator=g).to(dtype)
+        w_up = (torch.randn(groups, f, d, device="cuda", generator=g) / 16).to(dtype)
+        w_down = (torch.randn(groups, d, f, device="cuda", generator=g) / 16).to(dtype)
+        ws = (w_up.transpose(1, 2), w_down.transpose(1, 2))  # nn.Linear weights, seen as [K, N]
+        offs = torch.tensor([100, 100, 250, 300], device="cuda", dtype=torch.int32)
+        eager = moe(x, *ws, offs)
+        compiled = torch.compile(moe, fullgraph=True)(x, *ws, offs)
+        torch.testing.assert_close(compiled, eager)
+        static_x = x.clone()
+        graph = torch.cuda.CUDAGraph()
+        moe(static_x, *ws, offs)  # warm-up outside the capture
+        with torch.cuda.graph(graph):
+            static_out = moe(static_x, *ws, offs)
+        static_x.copy_(torch.randn_like(static_x))
+        graph.replay()
+        torch.testing.assert_close(static_out, moe(static_x, *ws, offs))
 
 
 if __name__ == "__main__":

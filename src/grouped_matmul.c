@@ -1,0 +1,210 @@
+/* tile_grouped_matmul: validate, dispatch, launch (kernels/grouped_matmul.tile, op
+ * "grouped_matmul"). C_g = A_g B_g (+ bias_g) for the groups of a mixture-of-experts layer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_args.h"
+#include "internal.h"
+
+static const char grouped_matmul_op[] = "grouped_matmul";
+
+/* The fields of tile_grouped_matmul_args as version 1 defined them. */
+#define TILE_GROUPED_MATMUL_ARGS_V1_SIZE \
+    (offsetof(tile_grouped_matmul_args, offsets) + sizeof(const int32_t *))
+
+/* Largest group count: the kernels keep one int32 row end per group, searched per tile. */
+#define TILE_GROUPED_MATMUL_MAX_GROUPS 65536
+
+tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args, size_t struct_size) {
+    tile_begin_call();
+    return tile_init_versioned("tile_grouped_matmul_init", args, struct_size,
+                               TILE_GROUPED_MATMUL_ARGS_V1_SIZE, "tile_grouped_matmul_args",
+                               sizeof(tile_grouped_matmul_args));
+}
+
+/* Copies the caller's args (of the size they were compiled with) into a full, zeroed struct. */
+static tile_status copy_args(const char *fn, const tile_grouped_matmul_args *args,
+                             tile_grouped_matmul_args *a) {
+    return tile_copy_versioned(fn, args, TILE_GROUPED_MATMUL_ARGS_V1_SIZE,
+                               "tile_grouped_matmul_args", a, sizeof *a);
+}
+
+/* B_g's contiguous dimension: 1 for k (B stored [groups, n, k]), 0 for n ([groups, k, n]).
+ * Both strides 1 names one only where the other dimension has a single position. */
+static int b_is_kmajor(const tile_grouped_matmul_args *a) {
+    return a->b_k_stride == 1 && (a->b_n_stride != 1 || a->n == 1);
+}
+
+/* Validates *a (every rule in fusedops.h) and computes the alignment of every tensor. */
+static tile_status check_args(const char *fn, const tile_grouped_matmul_args *a,
+                              tile_alignment *align) {
+    if (a->dtype != TILE_DTYPE_F16 && a->dtype != TILE_DTYPE_BF16)
+        return tile_fail(TILE_STATUS_UNSUPPORTED_DTYPE,
+                         "%s: dtype %d (%s) is not TILE_DTYPE_F16 or TILE_DTYPE_BF16", fn,
+                         (int)a->dtype, tile_dtype_string(a->dtype));
+    if (a->groups < 1 || a->groups > TILE_GROUPED_MATMUL_MAX_GROUPS)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: groups is %d; it must be in [1, %d]",
+                         fn, a->groups, TILE_GROUPED_MATMUL_MAX_GROUPS);
+    if (a->total_m < 0)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: total_m is %lld; it must be >= 0", fn,
+                         (long long)a->total_m);
+    const int64_t dims[2] = {a->n, a->k};
+    static const char *const dim_names[2] = {"n", "k"};
+    for (int i = 0; i < 2; i++) {
+        if (dims[i] < 1)
+            return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: %s is %lld; it must be >= 1", fn,
+                             dim_names[i], (long long)dims[i]);
+        /* The kernels index within a row and a tile in int32. */
+        if (dims[i] > INT32_MAX)
+            return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                             "%s: %s %lld is not supported; it must be below 2^31", fn,
+                             dim_names[i], (long long)dims[i]);
+    }
+    if (a->ldc < a->n)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: ldc is %lld; it must be >= n (%lld)",
+                         fn, (long long)a->ldc, (long long)a->n);
+    if (a->lda < a->k)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: lda is %lld; it must be >= k (%lld)",
+                         fn, (long long)a->lda, (long long)a->k);
+    if (a->b_k_stride != 1 && a->b_n_stride != 1)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: b_k_stride is %lld and b_n_stride %lld; one of them must be 1 "
+                         "(B_g contiguous along k or n)",
+                         fn, (long long)a->b_k_stride, (long long)a->b_n_stride);
+    if (a->b_k_stride == 1 && a->b_n_stride == 1 && a->n > 1 && a->k > 1)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: b_k_stride and b_n_stride are both 1; only one of them may be 1 "
+                         "unless n or k is 1",
+                         fn);
+    if (!a->offsets) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
+
+    const int kmajor = b_is_kmajor(a);
+    const tile_tensor tensors[3] = {
+        {.name = "a", .p = a->a, .axes = 1, .stride_names = {"lda"}, .strides = {a->lda},
+         .counts = {a->total_m}, .inner_name = "k", .inner = a->k},
+        /* groups of B_g, each [k, n] or [n, k] by its unit stride: no two elements may share an
+         * address (groups included: a group stride of 0 needs groups == 1) */
+        {.name = "b", .p = a->b, .axes = 2,
+         .stride_names = {"b_group_stride", kmajor ? "b_n_stride" : "b_k_stride"},
+         .strides = {a->b_group_stride, kmajor ? a->b_n_stride : a->b_k_stride},
+         .counts = {a->groups, kmajor ? a->n : a->k}, .inner_name = kmajor ? "k" : "n",
+         .inner = kmajor ? a->k : a->n, .distinct = 1},
+        {.name = "c", .p = a->c, .axes = 1, .stride_names = {"ldc"}, .strides = {a->ldc},
+         .counts = {a->total_m}, .inner_name = "n", .inner = a->n, .distinct = 1},
+    };
+    const size_t elem = tile_dtype_size(a->dtype);
+    *align = (tile_alignment){.bytes = 256};
+    for (int i = 0; i < 3; i++) {
+        tile_status s = tile_check_tensor(fn, &tensors[i], elem, align);
+        if (s != TILE_STATUS_SUCCESS) return s;
+    }
+    if (a->bias) { /* optional: bias_group_stride is not read without it */
+        const tile_tensor bias = {.name = "bias", .p = a->bias, .axes = 1,
+                                  .stride_names = {"bias_group_stride"},
+                                  .strides = {a->bias_group_stride}, .counts = {a->groups},
+                                  .inner_name = "n", .inner = a->n, .distinct = 1};
+        tile_status s = tile_check_tensor(fn, &bias, elem, align);
+        if (s != TILE_STATUS_SUCCESS) return s;
+    }
+    if ((uintptr_t)a->offsets % sizeof(int32_t))
+        return tile_fail(TILE_STATUS_MISALIGNED, "%s: offsets (%p) is not aligned to its 4-byte int32s",
+                         fn, (const void *)a->offsets);
+    return TILE_STATUS_SUCCESS;
+}
+
+/* The problem as dispatch sees it: rows are the average group's rows (what a tile's height is
+ * chosen for; the offsets are device data, never read here), cols the columns of C. */
+static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align) {
+    const int64_t rows = a->total_m / a->groups;
+    return (tile_problem){grouped_matmul_op, a->dtype, rows > 1 ? rows : 1, a->n, align,
+                          0, 0, 0, 0};
+}
+
+/* The positive integer value of `key` in a variant's params ("BLOCK_N=128 STAGES=4"), or 0
+ * when it is absent or not a positive integer. */
+static int64_t variant_param(const char *params, const char *key) {
+    const size_t len = strlen(key);
+    for (const char *p = params; p && *p;) {
+        if (!strncmp(p, key, len) && p[len] == '=') {
+            char *end;
+            const long long value = strtoll(p + len + 1, &end, 10);
+            return end != p + len + 1 && (*end == ' ' || *end == '\0') && value > 0 ? value : 0;
+        }
+        p = strchr(p, ' ');
+        if (p) p++;
+    }
+    return 0;
+}
+
+static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
+                          const tile_grouped_matmul_args *a, tile_stream stream) {
+    const tile_variant *v = &tile_registry[variant];
+    if (a->total_m == 0) return TILE_STATUS_SUCCESS; /* no rows: C has nothing to receive */
+    const int64_t block_n = variant_param(v->params, "BLOCK_N");
+    if (block_n < 1)
+        return tile_fail(TILE_STATUS_INTERNAL, "%s: variant %s has no BLOCK_N in its params \"%s\"",
+                         fn, v->name, v->params);
+    const int kmajor = b_is_kmajor(a);
+    tile_gemm_kernel_args k = {
+        .c = a->c,
+        .a = a->a,
+        .b = a->b,
+        .bias = a->bias,
+        .offsets = a->offsets,
+        .lda = a->lda,
+        .ldc = a->ldc,
+        .b_group = a->b_group_stride,
+        .b_ld = kmajor ? a->b_n_stride : a->b_k_stride,
+        .bias_group = a->bias ? a->bias_group_stride : 0,
+        .total_m = a->total_m,
+        .n = (int32_t)a->n,
+        .k = (int32_t)a->k,
+        .groups = a->groups,
+        .b_kmajor = kmajor,
+    };
+    /* Tiles: each group's rows in blocks of rows_per_program (BLOCK_M), at most one partial
+     * block per group, times the column blocks. The variants are persistent: tile_launch
+     * clamps this to the programs that fit on the GPU at once, which loop over the tiles. */
+    const int64_t m_tiles = (a->total_m + v->rows_per_program - 1) / v->rows_per_program + a->groups;
+    const int64_t n_tiles = (a->n + block_n - 1) / block_n;
+    const int64_t programs = m_tiles > INT64_MAX / n_tiles ? INT64_MAX : m_tiles * n_tiles;
+    void *args[] = {&k};
+    return tile_launch(device, variant, programs, stream, args);
+}
+
+static tile_status run(const char *fn, int forced, int32_t variant,
+                       const tile_grouped_matmul_args *args, tile_stream stream) {
+    tile_begin_call();
+    tile_grouped_matmul_args a;
+    tile_status s = copy_args(fn, args, &a);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    tile_alignment al;
+    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
+    tile_problem p = problem_of(&a, al.bytes);
+    const tile_device *device;
+    if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
+    return launch(fn, device, variant, &a, stream);
+}
+
+tile_status tile_grouped_matmul(const tile_grouped_matmul_args *args, tile_stream stream) {
+    return run("tile_grouped_matmul", 0, -1, args, stream);
+}
+
+tile_status tile_grouped_matmul_variant(int32_t variant, const tile_grouped_matmul_args *args,
+                                        tile_stream stream) {
+    return run("tile_grouped_matmul_variant", 1, variant, args, stream);
+}
+
+tile_status tile_grouped_matmul_explain(const tile_grouped_matmul_args *args, int32_t arch,
+                                        tile_decision *decision) {
+    static const char fn[] = "tile_grouped_matmul_explain";
+    tile_begin_call();
+    tile_status s = tile_check_decision(fn, decision);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    tile_grouped_matmul_args a;
+    if ((s = copy_args(fn, args, &a)) != TILE_STATUS_SUCCESS) return s;
+    tile_alignment al;
+    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
+    tile_problem p = problem_of(&a, al.bytes);
+    return tile_name_misaligned(fn, tile_explain_problem(fn, &p, arch, decision), &al);
+}
