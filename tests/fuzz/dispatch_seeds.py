@@ -90,6 +90,31 @@ def attention_seed(dtype=2, batch=2, heads_q=16, heads_kv=4, head_dim=128, causa
     return b
 
 
+def grouped_matmul_seed(dtype=2, groups=8, total_m=4096, n=4096, k=2048, flags=1,
+                        strides=None, offsets=(0, 0, 0, 0, 0), a=90, index=0, struct_size=None):
+    """The layout fuzz_grouped_matmul decodes after a first byte 0xD0 | dtype selector (3: f32).
+    strides: {field number 0..5 (ldc, lda, b_group_stride, b_k_stride, b_n_stride,
+    bias_group_stride): value} replacing the dense default. flags: 1 bias, 2/4/0x80 a/c/b NULL,
+    8 offsets NULL, 0x10 offsets misaligned, 0x40 B stored [groups, n, k]."""
+    sel = {1: 1, 2: 2, 0: 3}[dtype]
+    b = bytes([0xD0 | sel])
+    b += i32(groups) + i64(total_m) + i64(n) + i64(k)
+    if struct_size is not None:
+        flags |= 0x20
+    b += bytes([flags])
+    strides = strides or {}
+    mask = 0
+    for i in strides:
+        mask |= 1 << i
+    b += bytes([mask])
+    for i in sorted(strides):
+        b += i64(strides[i])
+    b += struct.pack(">HHHHH", *offsets) + attention_arch(a) + i32(index)
+    if struct_size is not None:
+        b += struct.pack(">H", struct_size)
+    return b
+
+
 SEEDS = {
     "f32_small": seed(0, 4, 8),
     "f16_one_row": seed(1, 1, 1000, a=80),
@@ -137,6 +162,28 @@ SEEDS = {
     "attn_short_struct": attention_seed(struct_size=40),
     "attn_long_struct": attention_seed(struct_size=400),
     "attn_bhsd": attention_seed(strides={1: 128, 2: 1024 * 128, 10: 128, 11: 1024 * 128}),
+    # grouped matmul (tile_grouped_matmul*): valid MoE shapes, both B layouts, one break each
+    "gmm_bf16_moe": grouped_matmul_seed(),
+    "gmm_f16_kmajor": grouped_matmul_seed(dtype=1, groups=64, total_m=8192, n=1408, k=2048,
+                                          flags=1 | 0x40, a=80),
+    "gmm_no_rows": grouped_matmul_seed(total_m=0, flags=0),
+    "gmm_one_group_b0": grouped_matmul_seed(groups=1, strides={2: 0}),
+    "gmm_groups_b0": grouped_matmul_seed(strides={2: 0}),
+    "gmm_interleaved_b": grouped_matmul_seed(groups=4, n=64, k=32, strides={2: 64, 3: 256}),
+    "gmm_both_unit_n1": grouped_matmul_seed(n=1, strides={0: 8, 3: 1, 4: 1}, flags=0),
+    "gmm_neither_unit": grouped_matmul_seed(strides={4: 2}),
+    "gmm_f32": grouped_matmul_seed(dtype=0),
+    "gmm_groups_65537": grouped_matmul_seed(groups=65537),
+    "gmm_n_2e31": grouped_matmul_seed(n=2**31, strides={0: 2**31}),
+    "gmm_ldc_short": grouped_matmul_seed(strides={0: 4095}),
+    "gmm_bias_overlap": grouped_matmul_seed(strides={5: 8}),
+    "gmm_misaligned_lda": grouped_matmul_seed(strides={1: 2052}),
+    "gmm_odd_a": grouped_matmul_seed(offsets=(1, 0, 0, 0, 0)),
+    "gmm_offsets_misaligned": grouped_matmul_seed(flags=1 | 0x10),
+    "gmm_offsets_null": grouped_matmul_seed(flags=8),
+    "gmm_overflow": grouped_matmul_seed(strides={2: 2**62}),
+    "gmm_arch_0": grouped_matmul_seed(a=0),
+    "gmm_short_struct": grouped_matmul_seed(struct_size=40),
 }
 
 os.makedirs(OUT, exist_ok=True)

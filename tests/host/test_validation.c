@@ -1559,7 +1559,7 @@ static void test_grouped_matmul_tensors(void **state) {
     GMM_CASE(G_EXP, MIS, "the least aligned argument is b_k_stride 36", a.b_k_stride = 36,
              a.b_group_stride = 16 * 36);
     GMM_CASE(G_EXP, MIS, "the least aligned argument is b_n_stride 20", gmm_kmajor(&a),
-             a.b_n_stride = 20);
+             a.b_n_stride = 20, a.b_group_stride = 32 * 20);
     GMM_CASE(G_EXP, MIS, "the least aligned argument is b_group_stride 516",
              a.b_group_stride = 516);
     GMM_CASE(G_EXP, MIS, "the least aligned argument is bias_group_stride 33",
