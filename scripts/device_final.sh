@@ -52,6 +52,23 @@ elif [[ $1 == 2 ]]; then
     --json "$OUT/vs_torch_rows.json" --out /tmp/vs_plots --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096 \
     >"$OUT/vs_torch_rows.log" 2>&1
   echo "vs_torch rows rc=$?" | tee -a "$S"
+elif [[ $1 == gmm ]]; then
+  # Grouped matmul: its GPU test (every variant, both paths), the attention and stress tests
+  # (shared matrix machinery), the torch op, the issue's shapes beside torch's peers.
+  for t in test_grouped_matmul_gpu test_attention_gpu test_stress_gpu; do
+    timeout ${TEST_TIMEOUT:-200} .device/tests/$t >"$OUT/tests.log.tmp" 2>&1
+    echo "$t rc=$? $(tail -1 "$OUT/tests.log.tmp")" | tee -a "$S"
+    grep -E "FAIL|not ok" "$OUT/tests.log.tmp" | head -8 | tee -a "$S"
+    cat "$OUT/tests.log.tmp" >>"$OUT/tests.log"
+  done
+  rm -f "$OUT/tests.log.tmp"
+  FUSEDOPS_LIBRARY=$PWD/.device/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 200 \
+    python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$OUT/pytest.log" 2>&1
+  echo "torch ops test rc=$? $(grep -E '^(Ran|OK|FAILED)' "$OUT/pytest.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E "^(FAIL|ERROR):" "$OUT/pytest.log" | head -8 | tee -a "$S"
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/vs_torch.py --ops grouped_matmul --lib .device/lib/libfusedops.so \
+    --json "$OUT/vs_torch_gmm.json" --out "$OUT" >"$OUT/vs_torch_gmm.log" 2>&1
+  echo "vs_torch grouped_matmul rc=$?" | tee -a "$S"
 else
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck initcheck synccheck; do
@@ -70,6 +87,7 @@ fi
 echo "==== summary"
 cat "$S"
 [[ -f $OUT/vs_torch_attention.log ]] && sed -n '/^attention: TFLOP/,$p' "$OUT/vs_torch_attention.log" | cut -c1-150
+[[ -f $OUT/vs_torch_gmm.log ]] && tail -30 "$OUT/vs_torch_gmm.log" | cut -c1-170
 [[ -f $OUT/vs_torch_rows.log ]] && tail -45 "$OUT/vs_torch_rows.log" | cut -c1-160
 [[ -f $OUT/vs_torch_softmax.log ]] && tail -22 "$OUT/vs_torch_softmax.log" | cut -c1-160
 [[ -f $OUT/bench.txt ]] && cut -c1-150 "$OUT/bench.txt"

@@ -47,7 +47,8 @@
     X(cuEventRecord)             \
     X(cuEventSynchronize)        \
     X(cuEventElapsedTime)        \
-    X(cuEventDestroy)
+    X(cuEventDestroy)            \
+    X(cuTensorMapEncodeTiled)
 
 /* In C++ a member may not reuse the name it is typed from; ::name names the function. */
 #ifdef __cplusplus

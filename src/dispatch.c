@@ -138,17 +138,32 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
 
 /* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows
  * is the average group's rows and p->cols the columns of C. */
+int64_t tile_variant_param(const tile_variant *v, const char *key) {
+    const size_t len = strlen(key);
+    for (const char *p = v->params; p && *p;) {
+        if (!strncmp(p, key, len) && p[len] == '=') {
+            char *end;
+            const long long value = strtoll(p + len + 1, &end, 10);
+            return end != p + len + 1 && (*end == ' ' || *end == '\0') && value > 0 ? value : 0;
+        }
+        p = strchr(p, ' ');
+        if (p) p++;
+    }
+    return 0;
+}
+
 static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) {
     double cost = 1.0;
     /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync, as for attention.
      * The tile terms below stay within [1, 2), so the arch never loses to a tile size. */
     if (v->arch_min >= 90) cost *= 0.25;
-    /* A tile's size, by its threads and rows (BLOCK_M): a larger one reads each A and B element
-     * for more products, which pays once groups are tall and C wide; on fewer rows per group
-     * or a narrow C it pads each group's last block and leaves SMs idle, so smaller then. */
-    const double tile = (double)v->threads * v->rows_per_program;
-    const double larger = tile / (tile + 4096.0); /* in (0, 1), growing with the tile */
-    if (p->rows >= 128 && p->cols >= 1024) cost *= 2.0 - larger;
+    /* A tile's size (BLOCK_M x BLOCK_N): a larger one reads each A and B element for more
+     * products, and measured faster on every MoE shape of the bench, down to 64 rows a group
+     * (perf-notes, G1); only tiny groups or a narrow C, where it pads and leaves SMs idle,
+     * take smaller ones. */
+    const double tile = (double)v->rows_per_program * (double)tile_variant_param(v, "BLOCK_N");
+    const double larger = tile / (tile + 16384.0); /* in [0, 1), growing with the tile */
+    if (p->rows >= 16 && p->cols >= 256) cost *= 2.0 - larger;
     else cost *= 1.0 + larger;
     return cost;
 }

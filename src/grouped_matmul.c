@@ -120,27 +120,56 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
                           0, 0, 0, 0};
 }
 
-/* The positive integer value of `key` in a variant's params ("BLOCK_N=128 STAGES=4"), or 0
- * when it is absent or not a positive integer. */
-static int64_t variant_param(const char *params, const char *key) {
-    const size_t len = strlen(key);
-    for (const char *p = params; p && *p;) {
-        if (!strncmp(p, key, len) && p[len] == '=') {
-            char *end;
-            const long long value = strtoll(p + len + 1, &end, 10);
-            return end != p + len + 1 && (*end == ' ' || *end == '\0') && value > 0 ? value : 0;
-        }
-        p = strchr(p, ' ');
-        if (p) p++;
+/* Encodes a 128-byte-swizzled tensor map of `rank` dims (innermost first; strides in elements,
+ * for dims 1..rank-1) over `base`, in boxes of `box`, for the warp-specialized variants' copies. */
+static tile_status encode_map(const char *fn, const char *what, CUtensorMap *map, tile_dtype dtype,
+                              const void *base, int rank, const int64_t *dims,
+                              const int64_t *strides, const uint32_t *box) {
+    cuuint64_t dim[3], stride[2];
+    cuuint32_t boxes[3], unit[3] = {1, 1, 1};
+    for (int i = 0; i < rank; i++) {
+        dim[i] = (cuuint64_t)dims[i];
+        boxes[i] = box[i];
+        if (i) stride[i - 1] = (cuuint64_t)strides[i - 1] * tile_dtype_size(dtype);
     }
-    return 0;
+    const CUresult r = tile_driver_get(NULL)->cuTensorMapEncodeTiled(
+        map, dtype == TILE_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        (cuuint32_t)rank, (void *)(uintptr_t)base, dim, stride, boxes, unit,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: the tensor map of %s cannot describe this layout (%s); a variant "
+                         "without tensor maps (tile_grouped_matmul_variant) can run it",
+                         fn, what, tile_driver_error_name(r));
+    return TILE_STATUS_SUCCESS;
+}
+
+/* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
+ * boxes of 64 k x 128 rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k. */
+static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
+                               int64_t block_n, tile_gemm_kernel_args *k) {
+    if (a->total_m > INT32_MAX)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: total_m %lld exceeds the 2^31 - 1 rows tensor-map variants address",
+                         fn, (long long)a->total_m);
+    const int64_t a_dims[2] = {a->k, a->total_m}, a_strides[1] = {a->lda};
+    const uint32_t a_box[2] = {64, 128};
+    tile_status s = encode_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    const int64_t inner = kmajor ? a->k : a->n, outer = kmajor ? a->n : a->k;
+    /* One group: any stride past the matrix (the map's dims must not overlap). */
+    const int64_t group = a->groups > 1 ? a->b_group_stride : (outer * k->b_ld + 7) / 8 * 8;
+    const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {k->b_ld, group};
+    const uint32_t b_box[3] = {64, kmajor ? (uint32_t)block_n : 64, 1};
+    return encode_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_grouped_matmul_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
     if (a->total_m == 0) return TILE_STATUS_SUCCESS; /* no rows: C has nothing to receive */
-    const int64_t block_n = variant_param(v->params, "BLOCK_N");
+    const int64_t block_n = tile_variant_param(v, "BLOCK_N");
     if (block_n < 1)
         return tile_fail(TILE_STATUS_INTERNAL, "%s: variant %s has no BLOCK_N in its params \"%s\"",
                          fn, v->name, v->params);
@@ -162,6 +191,10 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .groups = a->groups,
         .b_kmajor = kmajor,
     };
+    if (tile_variant_param(v, "WARPGROUPS") == 3) {
+        tile_status s = encode_maps(fn, a, kmajor, block_n, &k);
+        if (s != TILE_STATUS_SUCCESS) return s;
+    }
     /* Tiles: each group's rows in blocks of rows_per_program (BLOCK_M), at most one partial
      * block per group, times the column blocks. The variants are persistent: tile_launch
      * clamps this to the programs that fit on the GPU at once, which loop over the tiles. */

@@ -50,6 +50,10 @@ typedef struct tile_problem {
  * (the device's own attribute is used for real calls). */
 int32_t tile_arch_smem_limit(int32_t arch);
 
+/* The positive integer value of `key` in v's params ("BLOCK_N=128 STAGES=4"), or 0 when it is
+ * absent or not a positive integer. */
+int64_t tile_variant_param(const tile_variant *v, const char *key);
+
 /* Whether variant v can run problem p; if not, *why says which predicate failed. */
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why);
 
