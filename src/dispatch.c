@@ -155,7 +155,7 @@ int64_t tile_variant_param(const tile_variant *v, const char *key) {
 static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) {
     double cost = 1.0;
     /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync, as for attention.
-     * The tile terms below stay within [1, 2), so the arch never loses to a tile size. */
+     * The tile and padding terms below multiply to under 4, so the arch never loses to them. */
     if (v->arch_min >= 90) cost *= 0.25;
     /* A tile's size (BLOCK_M x BLOCK_N): a larger one reads each A and B element for more
      * products, and measured faster on every MoE shape of the bench, down to 64 rows a group
@@ -165,6 +165,12 @@ static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) 
     const double larger = tile / (tile + 16384.0); /* in [0, 1), growing with the tile */
     if (p->rows >= 16 && p->cols >= 256) cost *= 2.0 - larger;
     else cost *= 1.0 + larger;
+    /* A group's last row block is half padding on average: rows over useful rows, by the
+     * average group (p->rows), so short groups take short tiles (perf-notes, G2). Capped at 2,
+     * so with the tile term (under 2) the arch still decides first. */
+    const double rows = (double)(p->rows > 0 ? p->rows : 1);
+    const double padding = (rows + 0.5 * v->rows_per_program) / rows;
+    cost *= padding < 2.0 ? padding : 2.0;
     return cost;
 }
 

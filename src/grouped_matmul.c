@@ -146,15 +146,15 @@ static tile_status encode_map(const char *fn, const char *what, CUtensorMap *map
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
- * boxes of 64 k x 128 rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k. */
+ * boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k. */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
-                               int64_t block_n, tile_gemm_kernel_args *k) {
+                               int64_t block_m, int64_t block_n, tile_gemm_kernel_args *k) {
     if (a->total_m > INT32_MAX)
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: total_m %lld exceeds the 2^31 - 1 rows tensor-map variants address",
                          fn, (long long)a->total_m);
     const int64_t a_dims[2] = {a->k, a->total_m}, a_strides[1] = {a->lda};
-    const uint32_t a_box[2] = {64, 128};
+    const uint32_t a_box[2] = {64, (uint32_t)block_m};
     tile_status s = encode_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
     if (s != TILE_STATUS_SUCCESS) return s;
     const int64_t inner = kmajor ? a->k : a->n, outer = kmajor ? a->n : a->k;
@@ -192,7 +192,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .b_kmajor = kmajor,
     };
     if (tile_variant_param(v, "WARPGROUPS") == 3) {
-        tile_status s = encode_maps(fn, a, kmajor, block_n, &k);
+        tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
     }
     /* Tiles: each group's rows in blocks of rows_per_program (BLOCK_M), at most one partial

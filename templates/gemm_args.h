@@ -10,7 +10,7 @@
 typedef struct tile_gemm_kernel_args {
     /* Tensor maps of the warp-specialized variants (copies by the tensor memory accelerator),
      * encoded per call by the host; unused (zero) for the others. a_map: A [total_m, k] in
-     * boxes of 64 k x 128 rows. b_map: B [groups, n, k] in boxes of 64 k x BLOCK_N (K-major) or
+     * boxes of 64 k x BLOCK_M rows. b_map: B [groups, n, k] in boxes of 64 k x BLOCK_N (K-major) or
      * [groups, k, n] in boxes of 64 n x 64 k (N-major). 128-byte swizzled, as wgmma reads. */
     CUtensorMap a_map, b_map;
     void *c;

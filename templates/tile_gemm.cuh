@@ -43,23 +43,30 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> st
 
 // Warp-specialized wgmma: warpgroup 0 produces (one thread issues the tensor-memory-accelerator
 // copies of each k-tile, STAGES ahead, as consumers hand stages back through mbarriers);
-// warpgroups 1 and 2 consume, 64 rows of the 128 x BN tile each. The epilogue of one tile
-// overlaps the copies of the next.
-template <int BN_, int STAGES_> struct ws_layout {
-    static constexpr int BM = 128, BN = BN_, BK = 64, STAGES = STAGES_;
+// warpgroups 1 and 2 consume: of a 128 x BN tile, 64 rows each; of a 64 x BN tile (short
+// groups), the 64 rows and half the columns each. The epilogue of one tile overlaps the
+// copies of the next.
+template <int BM_, int BN_, int STAGES_> struct ws_layout {
+    static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int WARPS = 12, THREADS = 384, PROGRAM_THREADS = THREADS;
     static constexpr int CONSUMER_WARPS = 8;
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; // 128 * 40 + 256 * 232 <= 64K
-    static constexpr int MF = 1, NT = BN / 8;
+    static constexpr int WG_COLS = BM == 128 ? BN : BN / 2;       // a consumer's columns
+    static constexpr int MF = 1, NT = WG_COLS / 8;
     static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024; // + 1024-byte alignment slack
     static constexpr bool WGMMA = true;
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
-    __device__ static int warp_row0() { return (threadIdx.x / 32 - 4) * 16; }
-    __device__ static int warp_col0() { return 0; }
-    static_assert(STAGES >= 2 && BN % 64 == 0 && BN <= 256, "wgmma N of 64..256");
+    __device__ static int warp_row0() { return (BM == 128 ? threadIdx.x / 32 - 4 : threadIdx.x / 32 % 4) * 16; }
+    __device__ static int warp_col0() { return BM == 128 ? 0 : consumer_wg() * WG_COLS; }
+    // byte offsets of the consumer's rows of an A stage and columns of a B stage (K-major: rows
+    // of 128 bytes; N-major: 64-column blocks of 64 rows, 128 bytes a column-row)
+    __device__ static uint32_t a_offset() { return BM == 128 ? consumer_wg() * 64 * 128 : 0; }
+    __device__ static uint32_t b_offset() { return warp_col0() * 128; }
+    static_assert((BM == 128 || BM == 64) && STAGES >= 2 && WG_COLS % 64 == 0 && WG_COLS <= 256,
+                  "64-row warpgroups, wgmma N of 64..256");
 };
 
 // ------------------------------------------------------------------------------ scheduler
@@ -265,16 +272,16 @@ __device__ __forceinline__ void mma_k_tile(accumulator<L> &c, const smem_tiles<L
 template <typename L, typename T, bool B_KMAJOR>
 __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage) {
 #if TILE_HAS_WGMMA
-    const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + L::consumer_wg() * 64 * 128;
-    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage));
+    const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + L::a_offset();
+    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage)) + L::b_offset();
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::BK / 16; kk++) {
         const uint64_t da = wg_desc(as + kk * 32, 16, 1024);
         if (B_KMAJOR) // [BN rows][64 k], like A
-            wgmma_op<T, L::BN>::template ss<0>(&c.d[0][0][0], da, wg_desc(bs + kk * 32, 16, 1024), 1);
+            wgmma_op<T, L::WG_COLS>::template ss<0>(&c.d[0][0][0], da, wg_desc(bs + kk * 32, 16, 1024), 1);
         else          // [64 k rows][BN] in 64-column blocks of 64 rows each
-            wgmma_op<T, L::BN>::template ss<1>(&c.d[0][0][0], da,
+            wgmma_op<T, L::WG_COLS>::template ss<1>(&c.d[0][0][0], da,
                                                wg_desc(bs + kk * 16 * 128, L::BK * 128, 1024), 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");

@@ -756,8 +756,9 @@ static int best_variant(const tile_variant *vs, int count, const tile_problem *p
 
 /* The heuristic on a made-up family (the registry may hold no grouped_matmul variant yet):
  * the highest arch_min that runs wins whatever the tiles (wgmma against mma.sync), then the
- * larger tile (BLOCK_M x BLOCK_N) where groups average >= 16 rows and C is >= 256 wide, the
- * smaller one otherwise. */
+ * larger tile (BLOCK_M x BLOCK_N) for tall groups (here 1024 rows and more) and C at least 256
+ * wide; the smaller one for short groups (128 rows and fewer: a group's last block is half
+ * padding), a narrow C or tiny problems. */
 static void test_grouped_matmul_heuristic(void **state) {
     (void)state;
     enum { MMA_SMALL, MMA_LARGE, WGMMA_SMALL, WGMMA_LARGE, WGMMA_MID, COUNT };
@@ -772,9 +773,9 @@ static void test_grouped_matmul_heuristic(void **state) {
         int64_t rows, cols;
         int large;
     } shapes_[] = {
-        {128, 1024, 1}, {4096, 8192, 1}, {1 << 20, 1 << 20, 1}, {16, 256, 1}, /* groups, C */
-        {127, 4096, 1}, {4096, 1023, 1}, {15, 4096, 0}, {4096, 255, 0}, {1, 1, 0},
-        {8, 14336, 0}, {100000, 64, 0},
+        {1024, 1024, 1}, {4096, 8192, 1}, {1 << 20, 1 << 20, 1}, {4096, 256, 1}, /* tall */
+        {128, 4096, 0}, {15, 4096, 0}, {4096, 255, 0}, {1, 1, 0}, {8, 14336, 0},
+        {100000, 64, 0},
     };
     for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
         for (int32_t arch = 80; arch <= 100; arch += 10) {
