@@ -303,9 +303,10 @@ m4_define(<|TILE_GEMM_ACCUMULATOR|>, <|tile::gemm::accumulator<$2> $1; tile::gem
 # TILE_GEMM_PRODUCT(acc, L, tiles, kt, b_kmajor): acc += A_kt B_kt from stage kt % STAGES
 # (B K-major or N-major; mma.sync variants).
 m4_define(<|TILE_GEMM_PRODUCT|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCT|>, <|$5|>, 5)tile::gemm::product_k_tile<$2, T>($1, $3, $4, $5)|>)
-# TILE_GEMM_STORE(a, pos, acc, L): C's tile at pos = acc + the group's bias row (if any),
-# rounded to the storage type; rows past the group and columns past n are not written.
-m4_define(<|TILE_GEMM_STORE|>, <|TILE_ARGS(<|TILE_GEMM_STORE|>, <|$4|>, 4)tile::gemm::store_tile<$4, T>($1, $2, $3)|>)
+# TILE_GEMM_STORE(a, pos, acc, L, tiles): C's tile at pos = acc + the group's bias row (if
+# any), rounded to the storage type; rows past the group and columns past n are not written
+# (warp-specialized variants through a staging tile in tiles, whole 16-byte chunks out).
+m4_define(<|TILE_GEMM_STORE|>, <|TILE_ARGS(<|TILE_GEMM_STORE|>, <|$5|>, 5)tile::gemm::store_tile<$4, T>($1, $2, $3, $5)|>)
 
 # Warp-specialized variants (WARPGROUPS 3): TILE_GEMM_PIPELINE(pipe, L): pipe = the ring of
 # stages with a full and an empty barrier each (collective, once). TILE_GEMM_PRODUCER(L): whether

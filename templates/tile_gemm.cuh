@@ -56,7 +56,9 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024; // + 1024-byte alignment slack
+    // each consumer's output staging: 64 rows x 128 columns, written out in WG_COLS / 128 passes
+    static constexpr int STAGING_BYTES = 64 * 128 * 2;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
     static constexpr bool WGMMA = true;
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
     __device__ static int warp_row0() { return (BM == 128 ? threadIdx.x / 32 - 4 : threadIdx.x / 32 % 4) * 16; }
@@ -149,7 +151,11 @@ __device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_ker
 template <typename L>
 __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
                                                tile_pos &pos) {
+#ifdef TILE_GEMM_PROBE_BAND // (a probe's knob; the library builds with 8)
+    constexpr int64_t BAND = TILE_GEMM_PROBE_BAND;
+#else
     constexpr int64_t BAND = 8;
+#endif
     if (!scheduler_seek<L>(s, a)) return false;
     const int64_t local = s.next - s.base;
     const int64_t m_tiles = s.tiles / s.n_tiles;
@@ -168,6 +174,9 @@ __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_ker
 template <typename L, typename T> struct smem_tiles {
     unsigned char *base; // STAGES stages of [A tile | B tile]
     __device__ T *a(int stage) const { return reinterpret_cast<T *>(base + stage * L::STAGE_BYTES); }
+    __device__ unsigned char *staging(int consumer) const {
+        return base + L::STAGES * L::STAGE_BYTES + consumer * L::STAGING_BYTES;
+    }
     __device__ T *b(int stage) const {
         return reinterpret_cast<T *>(base + stage * L::STAGE_BYTES +
                                      L::A_BYTES);
@@ -385,11 +394,11 @@ __device__ __forceinline__ void consume_finish(pipeline<L> &p, accumulator<L> &c
     held = -1;
 }
 
-// C[pos] = acc (+ bias of the group), rounded to T: two columns a store, rows past the group
-// and columns past n skipped.
+// C[pos] = acc (+ bias of the group), rounded to T, straight from the fragments: two columns
+// a store, rows past the group and columns past n skipped.
 template <typename L, typename T>
-__device__ __forceinline__ void store_tile(const tile_gemm_kernel_args &a, const tile_pos &pos,
-                                           const accumulator<L> &c) {
+__device__ __forceinline__ void store_tile_direct(const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                                  const accumulator<L> &c) {
     const int l = lane_id(), g = l >> 2, q = l & 3;
     const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
     T *out = (T *)a.c;
@@ -415,6 +424,71 @@ __device__ __forceinline__ void store_tile(const tile_gemm_kernel_args &a, const
                 else *p = from_float<T>(v0);
             }
     }
+}
+
+// The same through shared memory (warp-specialized variants): each consumer warpgroup writes its
+// 64-row fragments, 128 columns at a time, into its staging tile (16-byte chunks XOR-swizzled
+// by row, so neither side conflicts on banks), then copies whole 16-byte row chunks out: a
+// sixteenth of the store instructions of the direct path, each warp's stores whole lines.
+// Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer).
+template <typename L, typename T>
+__device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                                  const accumulator<L> &c, const smem_tiles<L, T> &t) {
+    const int l = lane_id(), g = l >> 2, q = l & 3, wg = L::consumer_wg();
+    const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
+    unsigned char *stage = t.staging(wg);
+    const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
+    const int64_t row0 = pos.row0 + (L::BM == 128 ? wg * 64 : 0);
+#pragma unroll
+    for (int pass = 0; pass < L::WG_COLS / 128; pass++) {
+        const int32_t col0 = pos.col0 + L::warp_col0() + pass * 128;
+#pragma unroll
+        for (int jj = 0; jj < 16; jj++) {
+            const int j = pass * 16 + jj;
+            const int32_t col = col0 + jj * 8 + 2 * q;
+            float b0 = 0.0f, b1 = 0.0f;
+            if (bias && col < a.n) {
+                b0 = to_float(bias[col]);
+                if (col + 1 < a.n) b1 = to_float(bias[col + 1]);
+            }
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int row = wrow + g + r * 8;
+                *reinterpret_cast<uint32_t *>(stage + row * 256 + ((jj ^ (row & 7)) << 4) + 4 * q) =
+                    mma_type<T>::pack(c.d[0][j][2 * r] + b0, c.d[0][j][2 * r + 1] + b1);
+            }
+        }
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+        T *out = (T *)a.c;
+#pragma unroll
+        for (int i = tid; i < 64 * 16; i += 128) {
+            const int row = i / 16, chunk = i % 16;
+            const int64_t grow = row0 + row;
+            const int32_t col = col0 + chunk * 8;
+            if (grow >= pos.row_end || col >= a.n) continue;
+            const int4 v = *reinterpret_cast<const int4 *>(stage + row * 256 + ((chunk ^ (row & 7)) << 4));
+            T *p = out + grow * a.ldc + col;
+            if (col + 8 <= a.n) {
+                *reinterpret_cast<int4 *>(p) = v;
+            } else { // C's last columns
+                const T *e = reinterpret_cast<const T *>(&v);
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    if (col + k < a.n) p[k] = e[k];
+            }
+        }
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); // staging free again
+    }
+}
+
+template <typename L, typename T>
+__device__ __forceinline__ void store_tile(const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                           const accumulator<L> &c, const smem_tiles<L, T> &t) {
+#ifdef TILE_GEMM_PROBE_NOSTORE // (a probe's knob: times the products without the epilogue)
+    if (c.d[0][0][0] != 12345.0f) return;
+#endif
+    if constexpr (L::WGMMA) store_tile_staged<L, T>(a, pos, c, t);
+    else store_tile_direct<L, T>(a, pos, c);
 }
 
 } // namespace gemm
