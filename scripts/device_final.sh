@@ -69,6 +69,18 @@ elif [[ $1 == gmm ]]; then
   PYTHONUNBUFFERED=1 timeout 300 python3 bench/vs_torch.py --ops grouped_matmul --lib .device/lib/libfusedops.so \
     --json "$OUT/vs_torch_gmm.json" --out "$OUT" >"$OUT/vs_torch_gmm.log" 2>&1
   echo "vs_torch grouped_matmul rc=$?" | tee -a "$S"
+  if [[ -n ${SAN_GMM:-} ]]; then # compute-sanitizer over the grouped matmul test, by family
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    for tool in memcheck racecheck initcheck synccheck; do
+      for fam in ${SAN_GMM}; do
+        FUSEDOPS_TEST_VARIANT=$fam timeout ${SAN_TIMEOUT:-90} "$cs" --tool $tool --error-exitcode 99 \
+          --report-api-errors no .device/tests/test_grouped_matmul_gpu >"$OUT/san_gmm.log.tmp" 2>&1
+        echo "sanitize $tool grouped_matmul $fam rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases,' "$OUT/san_gmm.log.tmp" | tail -2 | tr '\n' ' ')" | tee -a "$S"
+        cat "$OUT/san_gmm.log.tmp" >>"$OUT/san_gmm.log"
+      done
+    done
+    rm -f "$OUT/san_gmm.log.tmp"
+  fi
 else
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck initcheck synccheck; do

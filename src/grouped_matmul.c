@@ -165,6 +165,31 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     return encode_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
 }
 
+/* Whether variant copies by tensor maps (the warp-specialized family). */
+static int is_tma(int32_t variant) {
+    return tile_variant_param(&tile_registry[variant], "WARPGROUPS") == 3;
+}
+
+/* The eligible variant without tensor maps of lowest heuristic cost for p, or -1. */
+static int32_t cheapest_without_tma(tile_problem *p, const tile_device *device) {
+    p->arch = device->arch;
+    p->sm_count = device->sm_count;
+    p->smem_limit = device->smem_limit;
+    int32_t best = -1;
+    double best_cost = 0;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *v = &tile_registry[i];
+        if (strcmp(v->op, p->op) || v->dtype != p->dtype || is_tma(i) || !tile_variant_eligible(v, p, NULL))
+            continue;
+        const double cost = tile_heuristic_cost(v, p);
+        if (best < 0 || cost < best_cost) {
+            best = i;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_grouped_matmul_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
@@ -191,7 +216,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .groups = a->groups,
         .b_kmajor = kmajor,
     };
-    if (tile_variant_param(v, "WARPGROUPS") == 3) {
+    if (is_tma(variant)) {
         tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
     }
@@ -216,7 +241,17 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     tile_problem p = problem_of(&a, al.bytes);
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
-    return launch(fn, device, variant, &a, stream);
+    s = launch(fn, device, variant, &a, stream);
+    if (s == TILE_STATUS_NOT_SUPPORTED && !forced && is_tma(variant)) {
+        /* No tensor map for this call (rows past 2^31 - 1, a layout the driver refuses): the
+         * cheapest eligible variant that copies without one runs it instead. */
+        const int32_t other = cheapest_without_tma(&p, device);
+        if (other >= 0) {
+            tile_begin_call();
+            return launch(fn, device, other, &a, stream);
+        }
+    }
+    return s;
 }
 
 tile_status tile_grouped_matmul(const tile_grouped_matmul_args *args, tile_stream stream) {
