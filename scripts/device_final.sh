@@ -52,6 +52,26 @@ elif [[ $1 == 2 ]]; then
     --json "$OUT/vs_torch_rows.json" --out /tmp/vs_plots --shapes 4096x1024,8192x2048,4096x4096,8192x8192,32768x4096 \
     >"$OUT/vs_torch_rows.log" 2>&1
   echo "vs_torch rows rc=$?" | tee -a "$S"
+elif [[ $1 == san ]]; then
+  # compute-sanitizer over what earlier sessions could not finish, in parallel: each tool run
+  # is bound by the host (instrumentation), so the 16 cores run them side by side.
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  run_san() { # name tool test [variant filter]
+    FUSEDOPS_TEST_VARIANT=${4:-} timeout ${SAN_TIMEOUT:-540} "$cs" --tool $2 --error-exitcode 99 \
+      --report-api-errors no .device/tests/$3 >"$OUT/san_$1.log" 2>&1
+    echo "sanitize $1 rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases,|passed,|checks' "$OUT/san_$1.log" | tail -2 | tr '\n' ' ')" >"$OUT/san_$1.sum"
+  }
+  for tool in memcheck racecheck initcheck synccheck; do run_san gmm_$tool $tool test_grouped_matmul_gpu & done
+  for tool in memcheck racecheck initcheck; do run_san norm_$tool $tool test_norm_gpu & done
+  for tool in memcheck initcheck; do run_san softmax_$tool $tool test_softmax_gpu & done
+  run_san softmax_racecheck_c8 racecheck test_softmax_gpu _c8_sm90 &
+  run_san softmax_racecheck_staged racecheck test_softmax_gpu _staged_ &
+  for tool in racecheck initcheck; do run_san stress_$tool $tool test_stress_gpu & done
+  wait
+  cat "$OUT"/san_*.sum | tee -a "$S"
+  rm -f "$OUT"/san_*.sum
+  (cd "$OUT" && for f in san_*.log; do tail -c 20000 "$f" >"$f.tail" && mv "$f.tail" "$f"; done &&
+    tar czf san_logs.tgz san_*.log && rm -f san_*.log) # (few files come back from a call)
 elif [[ $1 == gmm ]]; then
   # Grouped matmul: its GPU test (every variant, both paths), the attention and stress tests
   # (shared matrix machinery), the torch op, the issue's shapes beside torch's peers.
