@@ -150,6 +150,43 @@ def library():
     return lib
 
 
+_fast = None
+
+
+def fast_functions():
+    """{name: function} of the entry points the torch ops call per call, declared for the
+    cheapest argument conversion ctypes has: every int64_t argument (rows, cols, leading
+    dimensions, the dropout seed and offset) is declared c_void_p, not c_int64. Both are one
+    64-bit integer register or stack slot on LP64 ABIs (x86-64 System V, AArch64), so the
+    call is the same machine call, and ctypes converts a Python int to c_void_p about 80 ns
+    faster than to c_int64 (an 8-argument tile_softmax call: 0.78 against 0.57 us on
+    CPython 3.11). Only non-negative values go through those arguments here (the seed and
+    offset are masked to 64 bits first). Where pointers are not 64 bits the exact types are
+    kept. `library()`'s own declarations are unchanged."""
+    global _fast
+    if _fast is not None:
+        return _fast
+    lib = library()
+    c_int, f32, vp = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    i64 = vp if ctypes.sizeof(vp) == ctypes.sizeof(ctypes.c_int64) else ctypes.c_int64
+    u64 = vp if ctypes.sizeof(vp) == ctypes.sizeof(ctypes.c_uint64) else ctypes.c_uint64
+    signatures = {  # include/fusedops.h, with int64_t/uint64_t as i64/u64 above
+        "tile_softmax": [c_int, vp, vp, i64, i64, i64, i64, vp],
+        "tile_log_softmax": [c_int, vp, vp, i64, i64, i64, i64, vp],
+        "tile_layernorm": [c_int, vp, vp, vp, vp, vp, vp, i64, i64, i64, i64, f32, vp],
+        "tile_rmsnorm": [c_int, vp, vp, vp, vp, i64, i64, i64, i64, f32, vp],
+        "tile_residual_dropout": [c_int, vp, vp, vp, vp, vp, i64, i64, i64, i64, i64, f32, u64,
+                                  u64, vp],
+    }
+    fns = {}
+    for name, argtypes in signatures.items():
+        if not hasattr(lib, name):  # a library older than this op: only its calls fail
+            continue
+        fns[name] = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)((name, lib))
+    _fast = fns
+    return fns
+
+
 def version():
     v = library().tile_version()
     return f"{v // 10000}.{v // 100 % 100}.{v % 100}"

@@ -1,4 +1,5 @@
-"""torch.ops.fusedops.*: libfusedops kernels as torch.library custom ops.
+"""torch.ops.fusedops.*: libfusedops kernels as torch.library operators (define/impl, not
+custom_op, for the per-call cost: see "registration" below and python/README.md).
 
 Each op runs on torch.cuda.current_stream() of its input's device, writes into a tensor from
 the PyTorch allocator, and has a fake (meta) implementation so torch.compile(fullgraph=True)
@@ -33,13 +34,95 @@ import math
 from typing import Optional, Tuple
 
 import torch
+from torch import _C
 
 from ._lib import (NORM_LAYER, NORM_RMS, AddNormArgs, FlashAttentionArgs, GroupedMatmulArgs,
-                   check, library, set_strides)
+                   check, fast_functions, library, set_strides)
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+_dtype_code = _DTYPES.get
+_empty_like = torch.empty_like
+_contiguous = torch.contiguous_format
 
 
+# ----------------------------------------------------------------------------- registration
+# The ops are defined with torch.library.Library define/impl, not torch.library.custom_op: the
+# custom-op layers (a Python autograd kernel that redispatches, an aliasing check after every
+# call) cost about 8 us a call on the H200 host, on top of the dispatcher's own Python kernel.
+# Each op here has the same schema custom_op inferred (and its pt2_compliant tag), and:
+#   CompositeExplicitAutograd  the implementation, for any device (a CPU tensor gets the same
+#                              clear "must be a CUDA tensor" error as before);
+#   Meta / fake                register_fake (torch.compile, FakeTensorMode, device='meta');
+#   Autograd                   one Python kernel that, for plain CUDA tensors and no gradient
+#                              to record (the common call), runs the implementation itself:
+#                              one Python kernel a call in all. Anything else (a tensor
+#                              subclass or a fake tensor, a TorchDispatchMode, functionalization,
+#                              conj/neg views, a CPU tensor) is redispatched below autograd as a
+#                              custom op's autograd kernel does; inputs that require grad under
+#                              grad mode go through an autograd.Function whose backward raises.
+_LIB = torch.library.Library("fusedops", "DEF")
+_AFTER_AUTOGRAD = _C._after_autograd_keyset
+# The dispatch key set an op's Autograd kernel receives for CUDA tensors alone (no other key
+# in play): the fast path's condition. Keys whose kernels are fallthroughs for these ops
+# (ADInplaceOrView, Autocast) are already masked out of it by the dispatcher.
+_PLAIN_CUDA = (_C.DispatchKeySet(_C.DispatchKey.CUDA)
+               | _C.DispatchKeySet(_C.DispatchKey.AutogradCUDA)).raw_repr()
+_grad_enabled = _C.is_grad_enabled
+_any_requires_grad = getattr(_C, "_any_requires_grad", None)
+if _any_requires_grad is None:  # older PyTorch
+    def _any_requires_grad(*args):
+        return any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
+def _no_backward_message(name, instead=None):
+    instead = instead or f"torch.{name}"
+    return (f"fusedops.{name} has no backward kernel yet; use {instead} where gradients are "
+            "needed")
+
+
+def _register(name, schema, impl, fake, instead=None, fast_kernel=None, lib=_LIB,
+              plain=_PLAIN_CUDA):
+    """Defines lib's op `name` with `schema`, `impl` as its implementation, `fake` as its fake
+    implementation and an Autograd kernel as described above; returns the OpOverload.
+    fast_kernel(impl, slow, plain), where given, makes the op's own Autograd kernel (softmax:
+    one tensor argument, no *args); slow(keyset, *args) is the path for everything but the
+    plain call, whose key set is `plain` (a raw DispatchKeySet). The tests register a CPU
+    analog in a namespace of their own through lib and plain."""
+    lib.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
+    lib.impl(name, impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"{lib.ns}::{name}", fake, lib=lib)
+    op = getattr(getattr(torch.ops, lib.ns), name).default
+    message = _no_backward_message(name, instead)
+
+    def forward(ctx, keyset, *args):
+        with _C._AutoDispatchBelowAutograd():
+            return op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+
+    def backward(ctx, *grads):
+        raise NotImplementedError(message)
+
+    no_backward = type(f"NoBackward_{lib.ns}_{name}", (torch.autograd.Function,),
+                       {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    apply = no_backward.apply
+
+    def slow(keyset, *args):
+        if _grad_enabled() and _any_requires_grad(*args):
+            return apply(keyset, *args)
+        with _C._AutoDispatchBelowAutograd():
+            return op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+
+    if fast_kernel is not None:
+        kernel = fast_kernel(impl, slow, plain)
+    else:
+        def kernel(keyset, *args):
+            if keyset.raw_repr() == plain and not (_grad_enabled() and _any_requires_grad(*args)):
+                return impl(*args)
+            return slow(keyset, *args)
+    lib.impl(name, kernel, "Autograd", with_keyset=True)
+    return op
+
+
+# ----------------------------------------------------------------------------- plumbing
 def _raw_stream(index: int) -> int:
     """The current stream's handle on device `index` (torch's private fast path where it
     exists: a few microseconds less per call than torch.cuda.current_stream())."""
@@ -49,17 +132,36 @@ def _raw_stream(index: int) -> int:
 if hasattr(torch._C, "_cuda_getCurrentRawStream"):
     _raw_stream = torch._C._cuda_getCurrentRawStream  # noqa: F811
 
+# The current device's index: torch.cuda.current_device() less its Python-level lazy-init
+# check (an input already on a CUDA device means CUDA is initialized).
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+_FNS = {}
+
+
+def _fn(name):
+    """The library's entry point `name` as fast_functions() declares it (loads the library on
+    first use), or None when this library lacks it (the general path then raises)."""
+    fn = _FNS.get(name)
+    if fn is None:
+        fn = fast_functions().get(name)
+        if fn is not None:
+            _FNS[name] = fn
+    return fn
+
 
 def _call(x: torch.Tensor, fn, op: str, *args):
     """fn(*args, stream) on x's device and current stream; the library's status and message
     become a RuntimeError. Switches the current device only when x is on another one (the
     switch costs more than the rest of a small call)."""
     index = x.get_device()
-    if index == torch.cuda.current_device():
-        check(fn(*args, _raw_stream(index)), op)
-        return
-    with torch.cuda.device(index):  # the library runs on the current context's device
-        check(fn(*args, _raw_stream(index)), op)
+    if index == _current_device():
+        status = fn(*args, _raw_stream(index))
+    else:
+        with torch.cuda.device(index):  # the library runs on the current context's device
+            status = fn(*args, _raw_stream(index))
+    if status:
+        check(status, op)
 
 
 def _rows_view(x: torch.Tensor, dim: int):
@@ -94,13 +196,14 @@ def _check_input(x: torch.Tensor, name: str):
         raise ValueError(f"fusedops.{name}: x is empty")
 
 
+# ----------------------------------------------------------------------------- softmax
 def _softmax_impl(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
+    """The general path: any dim, strides and device (with its checks and errors)."""
     name = "log_softmax" if log else "softmax"
     _check_input(x, name)
     x2, rows, cols, ld_x = _rows_view(x, dim)
     y2 = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
-    lib = library()
-    fn = lib.tile_log_softmax if log else lib.tile_softmax
+    fn = getattr(library(), "tile_log_softmax" if log else "tile_softmax")
     _call(x, fn, f"fusedops.{name}", _DTYPES[x.dtype], y2.data_ptr(), x2.data_ptr(), rows, cols,
           cols, ld_x)
     d = dim % max(x.dim(), 1)
@@ -112,40 +215,65 @@ def _softmax_impl(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
     return y2.view(x.shape)
 
 
-@torch.library.custom_op("fusedops::softmax", mutates_args=())
+def _softmax_fast(log: bool):
+    """softmax's (log_softmax's) implementation: the common call (a contiguous CUDA tensor of a
+    supported dtype on the current device, over its last dim) inline, with nothing per call
+    but what it must ask torch (dtype, layout, device, an output, the stream) and one ctypes
+    call; everything else through _softmax_impl."""
+    entry = "tile_log_softmax" if log else "tile_softmax"
+    what = "fusedops.log_softmax" if log else "fusedops.softmax"
+
+    def impl(x, dim=-1):
+        code = _dtype_code(x.dtype)
+        nd = x.dim()
+        if (code is not None and nd and (dim == -1 or dim == nd - 1) and x.is_cuda
+                and x.is_contiguous()):
+            n = x.numel()
+            index = x.get_device()
+            fn = _FNS.get(entry) or _fn(entry)
+            if n and index == _current_device() and fn is not None:
+                cols = x.shape[-1]
+                y = _empty_like(x, memory_format=_contiguous)
+                status = fn(code, y.data_ptr(), x.data_ptr(), n // cols, cols, cols, cols,
+                            _raw_stream(index))
+                if status:
+                    check(status, what)
+                return y
+        return _softmax_impl(x, dim, log)
+    impl.__name__ = impl.__qualname__ = "_" + entry[5:] + "_impl_fast"
+    return impl
+
+
+def _softmax_kernel(impl, slow, plain):
+    """The Autograd kernel of softmax and log_softmax (one tensor argument)."""
+    def kernel(keyset, x, dim=-1):
+        if keyset.raw_repr() == plain and not (x.requires_grad and _grad_enabled()):
+            return impl(x, dim)
+        return slow(keyset, x, dim)
+    return kernel
+
+
+def _empty_out(x, *args, **kwargs):
+    """The fake output of the ops whose output is shaped like x: a contiguous tensor."""
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+_softmax_op_impl = _softmax_fast(False)  # what the op runs (test_overhead times it alone)
+_log_softmax_op_impl = _softmax_fast(True)
+_softmax_op = _register("softmax", "(Tensor x, SymInt dim=-1) -> Tensor", _softmax_op_impl,
+                        _empty_out, fast_kernel=_softmax_kernel)
+_log_softmax_op = _register("log_softmax", "(Tensor x, SymInt dim=-1) -> Tensor",
+                            _log_softmax_op_impl, _empty_out, fast_kernel=_softmax_kernel)
+
+
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax over `dim` (fp32 math; fp32, fp16 or bf16 storage)."""
-    return _softmax_impl(x, dim, log=False)
+    return _softmax_op(x, dim)
 
 
-@torch.library.custom_op("fusedops::log_softmax", mutates_args=())
 def log_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Log-softmax over `dim`."""
-    return _softmax_impl(x, dim, log=True)
-
-
-@softmax.register_fake
-def _(x, dim=-1):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@log_softmax.register_fake
-def _(x, dim=-1):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-def _no_backward(name, instead=None):
-    instead = instead or f"torch.{name}"
-
-    def backward(ctx, *grads):
-        raise NotImplementedError(
-            f"fusedops.{name} has no backward kernel yet; use {instead} where gradients "
-            "are needed")
-    return backward
-
-
-softmax.register_autograd(_no_backward("softmax"))
-log_softmax.register_autograd(_no_backward("log_softmax"))
+    return _log_softmax_op(x, dim)
 
 
 # ----------------------------------------------------------------------------- the norm family
@@ -191,7 +319,17 @@ def _ptr(t: Optional[torch.Tensor]):
     return t.data_ptr() if t is not None else None
 
 
+def _vector_ok(v, dtype, index, cols):
+    """Whether v (a [cols] vector argument, or None) goes to the library as it is: x's dtype,
+    x's CUDA device, 1-D of x's last dim, contiguous. When not, the general path checks it
+    (with its errors) or copies it."""
+    return v is None or (v.dtype is dtype and v.is_cuda and v.get_device() == index
+                         and v.dim() == 1 and v.shape[0] == cols and v.is_contiguous())
+
+
 def _norm_impl(x, weight, bias, eps, rms):
+    """The general path of layer_norm and rms_norm: any strides and device (with its checks
+    and errors)."""
     op = "rms_norm" if rms else "layer_norm"
     _check_input(x, op)
     x2, rows, cols, ld_x = _rows_view(x, -1)
@@ -207,28 +345,69 @@ def _norm_impl(x, weight, bias, eps, rms):
     return y2.view(x.shape)
 
 
-@torch.library.custom_op("fusedops::layer_norm", mutates_args=())
-def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
-               bias: Optional[torch.Tensor] = None, eps: float = 1e-5) -> torch.Tensor:
-    """LayerNorm over the last dim: (x - mean) / sqrt(var + eps) * weight + bias (biased
-    variance, fp32 math); F.layer_norm(x, (x.shape[-1],), weight, bias, eps)."""
+# The implementations below take the common call (contiguous CUDA tensors of one supported
+# dtype on the current device, vectors that need no copy) inline, as softmax's does, and
+# everything else through the general path above.
+def _layer_norm_impl(x, weight=None, bias=None, eps=1e-5):
+    code = _dtype_code(x.dtype)
+    if code is not None and x.dim() and x.is_cuda and x.is_contiguous():
+        n = x.numel()
+        index = x.get_device()
+        cols = x.shape[-1]
+        dtype = x.dtype
+        fn = _FNS.get("tile_layernorm") or _fn("tile_layernorm")
+        if (n and index == _current_device() and fn is not None
+                and _vector_ok(weight, dtype, index, cols)
+                and _vector_ok(bias, dtype, index, cols)):
+            y = _empty_like(x, memory_format=_contiguous)
+            status = fn(code, y.data_ptr(), x.data_ptr(), _ptr(weight), _ptr(bias), None, None,
+                        n // cols, cols, cols, cols, eps, _raw_stream(index))
+            if status:
+                check(status, "fusedops.layer_norm")
+            return y
     return _norm_impl(x, weight, bias, eps, rms=False)
 
 
-@torch.library.custom_op("fusedops::rms_norm", mutates_args=())
-def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
-             eps: float = 1e-6) -> torch.Tensor:
-    """RMSNorm over the last dim: x / sqrt(mean(x^2) + eps) * weight (fp32 math);
-    F.rms_norm(x, (x.shape[-1],), weight, eps). F.rms_norm's default eps is
-    torch.finfo(x.dtype).eps: pass eps to match it."""
+def _rms_norm_impl(x, weight=None, eps=1e-6):
+    code = _dtype_code(x.dtype)
+    if code is not None and x.dim() and x.is_cuda and x.is_contiguous():
+        n = x.numel()
+        index = x.get_device()
+        cols = x.shape[-1]
+        fn = _FNS.get("tile_rmsnorm") or _fn("tile_rmsnorm")
+        if (n and index == _current_device() and fn is not None
+                and _vector_ok(weight, x.dtype, index, cols)):
+            y = _empty_like(x, memory_format=_contiguous)
+            status = fn(code, y.data_ptr(), x.data_ptr(), _ptr(weight), None, n // cols, cols,
+                        cols, cols, eps, _raw_stream(index))
+            if status:
+                check(status, "fusedops.rms_norm")
+            return y
     return _norm_impl(x, weight, None, eps, rms=True)
 
 
-@torch.library.custom_op("fusedops::residual_dropout", mutates_args=())
-def residual_dropout(x: torch.Tensor, residual: torch.Tensor, bias: Optional[torch.Tensor],
-                     p: float, seed: int, offset: int) -> torch.Tensor:
-    """residual + dropout(x + bias, p) in one pass (bias may be None)."""
+def _residual_dropout_impl(x, residual, bias, p, seed, offset):
     op = "residual_dropout"
+    code = _dtype_code(x.dtype)
+    if code is not None and x.dim() and x.is_cuda and x.is_contiguous():
+        n = x.numel()
+        index = x.get_device()
+        shape = x.shape
+        cols = shape[-1]
+        dtype = x.dtype
+        fn = _FNS.get("tile_residual_dropout") or _fn("tile_residual_dropout")
+        if (n and index == _current_device() and fn is not None and residual.dtype is dtype
+                and residual.is_cuda and residual.get_device() == index
+                and residual.is_contiguous() and residual.shape == shape
+                and _vector_ok(bias, dtype, index, cols)):
+            y = _empty_like(x, memory_format=_contiguous)
+            status = fn(code, y.data_ptr(), x.data_ptr(), residual.data_ptr(), _ptr(bias), None,
+                        n // cols, cols, cols, cols, cols, p, seed & _U64, offset & _U64,
+                        _raw_stream(index))
+            if status:
+                check(status, f"fusedops.{op}")
+            return y
+    # the general path
     _check_input(x, op)
     x2, rows, cols, ld_x = _rows_view(x, -1)
     r2, ld_r = _like_x(residual, x, "residual", op)
@@ -240,14 +419,8 @@ def residual_dropout(x: torch.Tensor, residual: torch.Tensor, bias: Optional[tor
     return y2.view(x.shape)
 
 
-@torch.library.custom_op("fusedops::residual_dropout_norm", mutates_args=())
-def residual_dropout_norm(x: torch.Tensor, residual: torch.Tensor, bias: Optional[torch.Tensor],
-                          weight: Optional[torch.Tensor], norm_bias: Optional[torch.Tensor],
-                          p: float, eps: float, seed: int, offset: int,
-                          rms: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The add-and-norm of a transformer block in one pass: s = residual + dropout(x + bias, p)
-    (the new residual stream) and y = LayerNorm(s) * weight + norm_bias, or RMSNorm(s) * weight
-    with rms=True (norm_bias must then be None). y is the norm of s as stored. Returns (y, s)."""
+def _residual_dropout_norm_impl(x, residual, bias, weight, norm_bias, p, eps, seed, offset,
+                                rms=False):
     op = "residual_dropout_norm"
     _check_input(x, op)
     if rms and norm_bias is not None:
@@ -269,36 +442,57 @@ def residual_dropout_norm(x: torch.Tensor, residual: torch.Tensor, bias: Optiona
     return y2.view(x.shape), s2.view(x.shape)
 
 
-def _empty_out(x):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@layer_norm.register_fake
-def _(x, weight=None, bias=None, eps=1e-5):
-    return _empty_out(x)
-
-
-@rms_norm.register_fake
-def _(x, weight=None, eps=1e-6):
-    return _empty_out(x)
-
-
-@residual_dropout.register_fake
-def _(x, residual, bias, p, seed, offset):
-    return _empty_out(x)
-
-
-@residual_dropout_norm.register_fake
-def _(x, residual, bias, weight, norm_bias, p, eps, seed, offset, rms=False):
+def _empty_out2(x, *args, **kwargs):
     return _empty_out(x), _empty_out(x)
 
 
-layer_norm.register_autograd(_no_backward("layer_norm", "torch.nn.functional.layer_norm"))
-rms_norm.register_autograd(_no_backward("rms_norm", "torch.nn.functional.rms_norm"))
-residual_dropout.register_autograd(
-    _no_backward("residual_dropout", "residual + torch.nn.functional.dropout(x + bias, p)"))
-residual_dropout_norm.register_autograd(
-    _no_backward("residual_dropout_norm", "torch.nn.functional.dropout and layer_norm/rms_norm"))
+_layer_norm_op = _register(
+    "layer_norm", "(Tensor x, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor",
+    _layer_norm_impl, _empty_out, "torch.nn.functional.layer_norm")
+_rms_norm_op = _register(
+    "rms_norm", "(Tensor x, Tensor? weight=None, float eps=1e-06) -> Tensor", _rms_norm_impl,
+    _empty_out, "torch.nn.functional.rms_norm")
+_residual_dropout_op = _register(
+    "residual_dropout", "(Tensor x, Tensor residual, Tensor? bias, float p, SymInt seed, "
+    "SymInt offset) -> Tensor", _residual_dropout_impl, _empty_out,
+    "residual + torch.nn.functional.dropout(x + bias, p)")
+_residual_dropout_norm_op = _register(
+    "residual_dropout_norm", "(Tensor x, Tensor residual, Tensor? bias, Tensor? weight, "
+    "Tensor? norm_bias, float p, float eps, SymInt seed, SymInt offset, bool rms=False) -> "
+    "(Tensor, Tensor)", _residual_dropout_norm_impl, _empty_out2,
+    "torch.nn.functional.dropout and layer_norm/rms_norm")
+
+
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
+               bias: Optional[torch.Tensor] = None, eps: float = 1e-5) -> torch.Tensor:
+    """LayerNorm over the last dim: (x - mean) / sqrt(var + eps) * weight + bias (biased
+    variance, fp32 math); F.layer_norm(x, (x.shape[-1],), weight, bias, eps)."""
+    return _layer_norm_op(x, weight, bias, eps)
+
+
+def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
+             eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm over the last dim: x / sqrt(mean(x^2) + eps) * weight (fp32 math);
+    F.rms_norm(x, (x.shape[-1],), weight, eps). F.rms_norm's default eps is
+    torch.finfo(x.dtype).eps: pass eps to match it."""
+    return _rms_norm_op(x, weight, eps)
+
+
+def residual_dropout(x: torch.Tensor, residual: torch.Tensor, bias: Optional[torch.Tensor],
+                     p: float, seed: int, offset: int) -> torch.Tensor:
+    """residual + dropout(x + bias, p) in one pass (bias may be None)."""
+    return _residual_dropout_op(x, residual, bias, p, seed, offset)
+
+
+def residual_dropout_norm(x: torch.Tensor, residual: torch.Tensor, bias: Optional[torch.Tensor],
+                          weight: Optional[torch.Tensor], norm_bias: Optional[torch.Tensor],
+                          p: float, eps: float, seed: int, offset: int,
+                          rms: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The add-and-norm of a transformer block in one pass: s = residual + dropout(x + bias, p)
+    (the new residual stream) and y = LayerNorm(s) * weight + norm_bias, or RMSNorm(s) * weight
+    with rms=True (norm_bias must then be None). y is the norm of s as stored. Returns (y, s)."""
+    return _residual_dropout_norm_op(x, residual, bias, weight, norm_bias, p, eps, seed, offset,
+                                     rms)
 
 
 # ----------------------------------------------------------------------------- flash attention
@@ -381,7 +575,32 @@ def _attn_impl(q, k, v, causal, scale, want_lse, op):
     return o, lse
 
 
-@torch.library.custom_op("fusedops::flash_attention", mutates_args=())
+def _flash_attention_impl(q, k, v, causal=False, scale=None):
+    return _attn_impl(q, k, v, causal, scale, False, "flash_attention")[0]
+
+
+def _flash_attention_lse_impl(q, k, v, causal=False, scale=None):
+    return _attn_impl(q, k, v, causal, scale, True, "flash_attention_lse")
+
+
+def _attn_fake(q, k, v, causal=False, scale=None):
+    return q.new_empty(q.shape)
+
+
+def _attn_lse_fake(q, k, v, causal=False, scale=None):
+    b, s_q, h_q, _ = q.shape
+    return q.new_empty(q.shape), q.new_empty((b, h_q, s_q), dtype=torch.float32)
+
+
+_ATTN_SCHEMA = "(Tensor q, Tensor k, Tensor v, bool causal=False, float? scale=None)"
+_flash_attention_op = _register(
+    "flash_attention", _ATTN_SCHEMA + " -> Tensor", _flash_attention_impl, _attn_fake,
+    "torch.nn.functional.scaled_dot_product_attention")
+_flash_attention_lse_op = _register(
+    "flash_attention_lse", _ATTN_SCHEMA + " -> (Tensor, Tensor)", _flash_attention_lse_impl,
+    _attn_lse_fake, "torch.nn.functional.scaled_dot_product_attention")
+
+
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                     scale: Optional[float] = None) -> torch.Tensor:
     """Flash attention forward: o = softmax(scale * q k^T + mask) v per (batch, head), fp32
@@ -402,33 +621,15 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     costs a copy of it. Returns o as a contiguous [batch, seqlen_q, heads_q, head_dim] tensor.
     No backward kernel yet: differentiating through it raises.
     """
-    return _attn_impl(q, k, v, causal, scale, False, "flash_attention")[0]
+    return _flash_attention_op(q, k, v, causal, scale)
 
 
-@torch.library.custom_op("fusedops::flash_attention_lse", mutates_args=())
 def flash_attention_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                         scale: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """flash_attention, also returning the log-sum-exp of each query's scaled scores: (o, lse),
     lse float32 [batch, heads_q, seqlen_q] (natural log; -inf for a query that sees no key),
     what a backward pass or a split-KV merge needs."""
-    return _attn_impl(q, k, v, causal, scale, True, "flash_attention_lse")
-
-
-@flash_attention.register_fake
-def _(q, k, v, causal=False, scale=None):
-    return q.new_empty(q.shape)
-
-
-@flash_attention_lse.register_fake
-def _(q, k, v, causal=False, scale=None):
-    b, s_q, h_q, _ = q.shape
-    return q.new_empty(q.shape), q.new_empty((b, h_q, s_q), dtype=torch.float32)
-
-
-flash_attention.register_autograd(
-    _no_backward("flash_attention", "torch.nn.functional.scaled_dot_product_attention"))
-flash_attention_lse.register_autograd(
-    _no_backward("flash_attention_lse", "torch.nn.functional.scaled_dot_product_attention"))
+    return _flash_attention_lse_op(q, k, v, causal, scale)
 
 
 # ----------------------------------------------------------------------------- grouped matmul
@@ -507,27 +708,7 @@ def _gmm_check(a, b, offs, bias, op):
                          "be at least 1")
 
 
-@torch.library.custom_op("fusedops::grouped_mm", mutates_args=())
-def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
-               bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Grouped matrix product of a mixture-of-experts layer: C_g = A_g B_g (+ bias_g), fp32
-    accumulation, fp16 or bf16 storage (a, b and bias alike; C takes their dtype).
-
-    a is [total_m, K] with the tokens sorted by group, b [groups, K, N], offs int32 [groups]
-    on the device: the cumulative row ends (torch._grouped_mm's offs), group g being rows
-    offs[g - 1] .. offs[g] - 1 (offs[-1] taken as 0). Groups may be empty. bias, optional, is
-    [groups, N]. Returns C [total_m, N] with rows padded to a multiple of 8 elements (as
-    torch._grouped_mm: contiguous when N is a multiple of 8). Rows past offs[groups - 1] are
-    not written: they hold whatever the allocator gave. offs is read on the device only (no
-    host sync: the op can be captured in a CUDA graph), so it is not validated: ends are clamped
-    into [previous end, total_m].
-
-    b is read in place in either layout, [groups, K, N] with N contiguous or [groups, N, K]
-    with K contiguous seen through .transpose(1, 2) (an nn.Linear-style weight per expert), as
-    are a and bias, when the pointer is 16-byte aligned and the other strides are multiples of
-    8 elements; otherwise that input is first copied into a fresh tensor with padded rows.
-    No backward kernel yet: differentiating through it raises.
-    """
+def _grouped_mm_impl(a, b, offs, bias=None):
     op = "grouped_mm"
     _gmm_check(a, b, offs, bias, op)
     groups, k, n = b.shape
@@ -558,11 +739,34 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
     return c
 
 
-@grouped_mm.register_fake
-def _(a, b, offs, bias=None):
+def _grouped_mm_fake(a, b, offs, bias=None):
     n = b.shape[2]
     return torch.empty_strided((a.shape[0], n), (_round8(n), 1), dtype=a.dtype, device=a.device)
 
 
-grouped_mm.register_autograd(
-    _no_backward("grouped_mm", "torch._grouped_mm or a loop of torch.mm over the groups"))
+_grouped_mm_op = _register(
+    "grouped_mm", "(Tensor a, Tensor b, Tensor offs, Tensor? bias=None) -> Tensor",
+    _grouped_mm_impl, _grouped_mm_fake, "torch._grouped_mm or a loop of torch.mm over the groups")
+
+
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
+               bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Grouped matrix product of a mixture-of-experts layer: C_g = A_g B_g (+ bias_g), fp32
+    accumulation, fp16 or bf16 storage (a, b and bias alike; C takes their dtype).
+
+    a is [total_m, K] with the tokens sorted by group, b [groups, K, N], offs int32 [groups]
+    on the device: the cumulative row ends (torch._grouped_mm's offs), group g being rows
+    offs[g - 1] .. offs[g] - 1 (offs[-1] taken as 0). Groups may be empty. bias, optional, is
+    [groups, N]. Returns C [total_m, N] with rows padded to a multiple of 8 elements (as
+    torch._grouped_mm: contiguous when N is a multiple of 8). Rows past offs[groups - 1] are
+    not written: they hold whatever the allocator gave. offs is read on the device only (no
+    host sync: the op can be captured in a CUDA graph), so it is not validated: ends are clamped
+    into [previous end, total_m].
+
+    b is read in place in either layout, [groups, K, N] with N contiguous or [groups, N, K]
+    with K contiguous seen through .transpose(1, 2) (an nn.Linear-style weight per expert), as
+    are a and bias, when the pointer is 16-byte aligned and the other strides are multiples of
+    8 elements; otherwise that input is first copied into a fresh tensor with padded rows.
+    No backward kernel yet: differentiating through it raises.
+    """
+    return _grouped_mm_op(a, b, offs, bias)

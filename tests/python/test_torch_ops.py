@@ -80,19 +80,16 @@ class TorchOpsTest(unittest.TestCase):
         torch.testing.assert_close(static_out, block(static_x, w))
 
     def test_overhead(self):
-        """Per-call overhead of the torch op over a direct C call (recorded, not asserted), and
-        of the pieces it is made of: a bare torch.library define/impl op (no autograd layer)
-        calling the same implementation, and that implementation called as a Python function."""
+        """Per-call cost of the torch op over a direct C call (recorded, not asserted): the op
+        (torch.ops.fusedops.softmax, a define/impl op whose Autograd kernel runs the
+        implementation itself for plain CUDA tensors), that implementation called as a Python
+        function, and tile_softmax through ctypes as library() declares it."""
         import fusedops._lib as lib
         import fusedops.torch as ft
         x = torch.randn(4, 64, device="cuda")
         y = torch.empty_like(x)
         c = lib.library()
         stream = torch.cuda.current_stream().cuda_stream
-        if not hasattr(torch.ops.fusedops_overhead, "softmax"):  # namespaces always exist
-            torch.library.define("fusedops_overhead::softmax", "(Tensor x, int dim=-1) -> Tensor")
-            torch.library.impl("fusedops_overhead::softmax", "cuda")(
-                lambda x, dim=-1: ft._softmax_impl(x, dim, False))
         n = 2000
 
         def per_call(f):
@@ -106,11 +103,46 @@ class TorchOpsTest(unittest.TestCase):
             return 1e6 * (time.perf_counter() - t0) / n
 
         op = per_call(lambda: torch.ops.fusedops.softmax(x, -1))
-        bare = per_call(lambda: torch.ops.fusedops_overhead.softmax(x, -1))
-        impl = per_call(lambda: ft._softmax_impl(x, -1, False))
+        impl = per_call(lambda: ft._softmax_op_impl(x, -1))
         direct = per_call(lambda: c.tile_softmax(0, y.data_ptr(), x.data_ptr(), 4, 64, 64, 64, stream))
-        print(f"\nper call: torch op {op:.1f} us, bare define/impl op {bare:.1f} us, "
-              f"python impl {impl:.1f} us, direct C {direct:.1f} us")
+        print(f"\nper call: torch op {op:.1f} us, python impl {impl:.1f} us, direct C "
+              f"{direct:.1f} us; op over direct C {op - direct:.1f} us")
+
+    def test_fast_path_taken(self):
+        """The Autograd kernel's fast path is taken for a plain CUDA call: the key set it gets
+        is ft._PLAIN_CUDA (checked on a probe op registered as the ops are), so the measured
+        overhead is the fast path's; and a TorchDispatchMode still sees the real op (the
+        kernel redispatches then) with the same result."""
+        import fusedops.torch as ft
+        from torch.utils._python_dispatch import TorchDispatchMode
+        below = []
+
+        def impl(x, dim=-1):
+            below.append(torch._C._dispatch_tls_local_exclude_set().has(
+                torch._C.DispatchKey.AutogradFunctionality))
+            return x.clone()
+        if not hasattr(type(self), "probe_lib"):
+            type(self).probe_lib = torch.library.Library("fusedops_probe", "DEF")
+            ft._register("probe", "(Tensor x, SymInt dim=-1) -> Tensor", impl, ft._empty_out,
+                         fast_kernel=ft._softmax_kernel, lib=type(self).probe_lib)
+        x = torch.randn(4, 64, device="cuda")
+        torch.ops.fusedops_probe.probe(x, -1)
+        self.assertEqual(below, [False], "plain CUDA call: not run in the Autograd kernel")
+
+        class Record(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.ops = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                self.ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        want = torch.ops.fusedops.softmax(x, -1)
+        with Record() as mode:
+            got = torch.ops.fusedops.softmax(x, -1)
+        self.assertIn("fusedops.softmax.default", mode.ops)
+        torch.testing.assert_close(got, want)
 
 
 @unittest.skipUnless(HAVE_GPU, REASON)
@@ -639,6 +671,198 @@ class GroupedMatmulOpsTest(unittest.TestCase):
         static_x.copy_(torch.randn_like(static_x))
         graph.replay()
         torch.testing.assert_close(static_out, moe(static_x, *ws, offs))
+
+
+@unittest.skipUnless(torch is not None, "PyTorch is not installed")
+class RegistrationTest(unittest.TestCase):
+    """What runs without a GPU (and without the library): the schemas custom_op inferred
+    before the ops moved to define/impl, the errors for CPU tensors, the fake and meta paths
+    (torch.compile fullgraph, opcheck), backward's error, and the Autograd kernel's paths on a
+    CPU analog registered as the ops are.
+
+    Run: PYTHONPATH=python python3 -m unittest tests.python.test_torch_ops.RegistrationTest
+    (or the file: the GPU classes skip)."""
+    SCHEMAS = [
+        "fusedops::softmax(Tensor x, SymInt dim=-1) -> Tensor",
+        "fusedops::log_softmax(Tensor x, SymInt dim=-1) -> Tensor",
+        "fusedops::layer_norm(Tensor x, Tensor? weight=None, Tensor? bias=None, "
+        "float eps=1.0000000000000001e-05) -> Tensor",
+        "fusedops::rms_norm(Tensor x, Tensor? weight=None, float eps=9.9999999999999995e-07) "
+        "-> Tensor",
+        "fusedops::residual_dropout(Tensor x, Tensor residual, Tensor? bias, float p, "
+        "SymInt seed, SymInt offset) -> Tensor",
+        "fusedops::residual_dropout_norm(Tensor x, Tensor residual, Tensor? bias, "
+        "Tensor? weight, Tensor? norm_bias, float p, float eps, SymInt seed, SymInt offset, "
+        "bool rms=False) -> (Tensor, Tensor)",
+        "fusedops::flash_attention(Tensor q, Tensor k, Tensor v, bool causal=False, "
+        "float? scale=None) -> Tensor",
+        "fusedops::flash_attention_lse(Tensor q, Tensor k, Tensor v, bool causal=False, "
+        "float? scale=None) -> (Tensor, Tensor)",
+        "fusedops::grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? bias=None) -> Tensor",
+    ]
+
+    @classmethod
+    def setUpClass(cls):
+        import fusedops.torch as ft
+        cls.ft = ft
+        cls.below = []
+
+        def impl(x, dim=-1):
+            cls.below.append(torch._C._dispatch_tls_local_exclude_set().has(
+                torch._C.DispatchKey.AutogradFunctionality))
+            return x * 2
+        # The CPU analog of an op: the same registration, its fast path for plain CPU tensors.
+        cls.plain_cpu = (torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+                         | torch._C.DispatchKeySet(torch._C.DispatchKey.AutogradCPU)).raw_repr()
+        cls.lib = torch.library.Library("fusedops_cpu_analog", "DEF")
+        ft._register("analog", "(Tensor x, SymInt dim=-1) -> Tensor", impl, ft._empty_out,
+                     "torch.analog", fast_kernel=ft._softmax_kernel, lib=cls.lib,
+                     plain=cls.plain_cpu)
+        ft._register("analog_n", "(Tensor x, Tensor? w=None, float eps=1e-05) -> Tensor",
+                     lambda x, w=None, eps=1e-5: impl(x), ft._empty_out, "torch.analog_n",
+                     lib=cls.lib, plain=cls.plain_cpu)
+        keysets = []
+        cls.lib.define("keyset(Tensor x) -> Tensor")
+        cls.lib.impl("keyset", lambda x: x.clone(), "CompositeExplicitAutograd")
+        cls.lib.impl("keyset", lambda ks, x: keysets.append(ks.raw_repr()) or x.clone(),
+                     "Autograd", with_keyset=True)
+        torch.ops.fusedops_cpu_analog.keyset(torch.randn(2))
+        cls.probed_plain_cpu = keysets[0]
+
+    def test_schemas(self):
+        for want in self.SCHEMAS:
+            name = want.split("(")[0].split("::")[1]
+            op = getattr(torch.ops.fusedops, name).default
+            self.assertEqual(str(op._schema), want)
+            self.assertIn(torch.Tag.pt2_compliant_tag, op.tags)
+            self.assertTrue(torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "Autograd"))
+
+    def test_cpu_tensors_raise(self):
+        ops, x = torch.ops.fusedops, torch.randn(4, 8)
+        x4 = x[None, None]
+        for f, args in [(ops.softmax, (x, -1)), (ops.log_softmax, (x,)),
+                        (ops.layer_norm, (x, None, None, 1e-5)), (ops.rms_norm, (x,)),
+                        (ops.residual_dropout, (x, x, None, 0.0, 0, 0)),
+                        (ops.residual_dropout_norm, (x, x, None, None, None, 0.0, 1e-5, 0, 0)),
+                        (ops.flash_attention, (x4, x4, x4)),
+                        (ops.grouped_mm, (x, x[None], torch.tensor([4], dtype=torch.int32)))]:
+            with self.assertRaisesRegex(ValueError, "must be a CUDA tensor"):
+                f(*args)
+            with self.assertRaisesRegex(ValueError, "must be a CUDA tensor"):
+                f(x.clone().requires_grad_(True), *args[1:])
+
+    def test_meta_and_fake(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        ops = torch.ops.fusedops
+        m = torch.empty(3, 5, 16, device="meta", dtype=torch.bfloat16)
+        self.assertEqual(ops.softmax(m, 1).shape, m.shape)
+        self.assertEqual(ops.layer_norm(m, None, None).stride(), (80, 16, 1))
+        y, s = ops.residual_dropout_norm(m, m, None, None, None, 0.1, 1e-5, 1, 2)
+        self.assertEqual((y.shape, s.shape), (m.shape, m.shape))
+        q = torch.empty(2, 16, 4, 64, device="meta", dtype=torch.float16)
+        o, lse = ops.flash_attention_lse(q, q, q)
+        self.assertEqual((o.shape, lse.shape, lse.dtype), (q.shape, (2, 4, 16), torch.float32))
+        with FakeTensorMode():
+            a = torch.empty(10, 64, device="cuda", dtype=torch.bfloat16)
+            b = torch.empty(3, 64, 50, device="cuda", dtype=torch.bfloat16)
+            c = ops.grouped_mm(a, b, torch.empty(3, device="cuda", dtype=torch.int32))
+            self.assertEqual((c.shape, c.stride(), c.device.type), ((10, 50), (56, 1), "cuda"))
+
+    def test_compile_fullgraph_meta(self):
+        ops = torch.ops.fusedops
+
+        def block(x, w, r, b):
+            h = ops.log_softmax(ops.softmax(x @ w, -1) * 3.0, -1)
+            y, s = ops.residual_dropout_norm(h, r, b, None, None, 0.1, 1e-5, 42, 7)
+            y = ops.rms_norm(ops.layer_norm(y, None, b), b, 1e-6)
+            return ops.residual_dropout(y, s, b, 0.1, 42, 8)
+
+        args = [torch.empty(*shape, device="meta") for shape in ((16, 32), (32, 64), (16, 64),
+                                                                (64,))]
+        for backend in ("eager", "aot_eager"):
+            torch._dynamo.reset()
+            out = torch.compile(block, fullgraph=True, backend=backend)(*args)
+            self.assertEqual((out.shape, out.device.type), ((16, 64), "meta"))
+
+    def test_opcheck_meta(self):
+        ops = torch.ops.fusedops
+        m = torch.empty(16, 64, device="meta", dtype=torch.bfloat16)
+        v = torch.empty(64, device="meta", dtype=torch.bfloat16)
+        q = torch.empty(2, 16, 4, 64, device="meta", dtype=torch.float16)
+        a = torch.empty(10, 64, device="meta", dtype=torch.bfloat16)
+        b = torch.empty(3, 64, 50, device="meta", dtype=torch.bfloat16)
+        offs = torch.empty(3, device="meta", dtype=torch.int32)
+        for op, args in [(ops.softmax.default, (m, -1)), (ops.log_softmax.default, (m, 0)),
+                         (ops.layer_norm.default, (m, v, v, 1e-5)),
+                         (ops.rms_norm.default, (m, v, 1e-6)),
+                         (ops.residual_dropout.default, (m, m, v, 0.1, 1, 2)),
+                         (ops.residual_dropout_norm.default, (m, m, v, v, v, 0.1, 1e-5, 1, 2)),
+                         (ops.flash_attention.default, (q, q, q, True, None)),
+                         (ops.flash_attention_lse.default, (q, q, q, False, 0.5)),
+                         (ops.grouped_mm.default, (a, b, offs, None))]:
+            with self.subTest(op=str(op)):
+                torch.library.opcheck(op, args)
+
+    def test_backward_raises(self):
+        x = torch.empty(4, 8, device="meta", requires_grad=True)
+        y = torch.ops.fusedops.softmax(x, -1)
+        self.assertIsNotNone(y.grad_fn)
+        with self.assertRaisesRegex(NotImplementedError, "fusedops.softmax has no backward "
+                                    "kernel yet; use torch.softmax where gradients"):
+            y.sum().backward()
+        y, s = torch.ops.fusedops.residual_dropout_norm(x, x, None, None, None, 0.1, 1e-5, 0, 0)
+        with self.assertRaisesRegex(NotImplementedError, "residual_dropout_norm has no backward"):
+            (y.sum() + s.sum()).backward()
+        with torch.no_grad():
+            self.assertIsNone(torch.ops.fusedops.softmax(x, -1).grad_fn)
+
+    def test_plain_keyset(self):
+        """ft._PLAIN_CUDA is built as the CPU analog's key set is, and that one is what the
+        dispatcher hands an Autograd kernel for a plain CPU tensor."""
+        self.assertEqual(self.probed_plain_cpu, self.plain_cpu)
+        ks = torch._C.DispatchKeySet.from_raw_repr(self.ft._PLAIN_CUDA)
+        self.assertTrue(ks.has(torch._C.DispatchKey.CUDA))
+        self.assertTrue(ks.has(torch._C.DispatchKey.AutogradCUDA))
+
+    def test_autograd_kernel_paths(self):
+        """On the CPU analog: the plain call runs the implementation inside the Autograd kernel;
+        inference mode reaches it below autograd directly; a TorchDispatchMode, a tensor that
+        requires grad, and a tensor with the neg bit go the redispatching way; backward raises."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+        ops, below = torch.ops.fusedops_cpu_analog, self.below
+        x = torch.randn(3, 4)
+        for op in (ops.analog, ops.analog_n):
+            below.clear()
+            torch.testing.assert_close(op(x), x * 2)
+            with torch.no_grad():
+                op(x.clone().requires_grad_(True))
+            with torch.inference_mode():
+                op(x)
+            self.assertEqual(below, [False, False, True], str(op))
+
+            class Record(TorchDispatchMode):
+                seen = []
+
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    self.seen.append(str(func))
+                    return func(*args, **(kwargs or {}))
+            below.clear()
+            with Record():
+                op(x)
+            self.assertIn(f"{str(op).split('.')[-1]}.default",
+                          [f.split(".", 1)[1] for f in Record.seen if "analog" in f])
+            self.assertEqual(below, [True])
+            below.clear()
+            y = op(torch._neg_view(x))
+            self.assertEqual(below, [True])
+            torch.testing.assert_close(y, -x * 2)
+            below.clear()
+            xg = x.clone().requires_grad_(True)
+            y = op(xg)
+            self.assertEqual(below, [True])
+            self.assertTrue(y.requires_grad)
+            with self.assertRaisesRegex(NotImplementedError, "has no backward kernel yet"):
+                y.sum().backward()
 
 
 if __name__ == "__main__":
