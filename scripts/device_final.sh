@@ -72,6 +72,35 @@ elif [[ $1 == san ]]; then
   rm -f "$OUT"/san_*.sum
   (cd "$OUT" && for f in san_*.log; do tail -c 20000 "$f" >"$f.tail" && mv "$f.tail" "$f"; done &&
     tar czf san_logs.tgz san_*.log && rm -f san_*.log) # (few files come back from a call)
+elif [[ $1 == san2 ]]; then
+  # The torch ops (per-call overhead included), then racecheck by variant family where a whole
+  # test takes longer than a call: the norm test, softmax's 8-program clusters and staged
+  # families, and the two attention variants the stress test dispatches.
+  FUSEDOPS_LIBRARY=$PWD/.device/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 200 \
+    python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$OUT/pytest.log" 2>&1
+  echo "torch ops test rc=$? $(grep -E '^(Ran|OK|FAILED)' "$OUT/pytest.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E "^(FAIL|ERROR):|per call" "$OUT/pytest.log" | head -8 | tee -a "$S"
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  run_race() { # name test filter
+    FUSEDOPS_TEST_VARIANT=$3 timeout ${SAN_TIMEOUT:-480} "$cs" --tool racecheck --error-exitcode 99 \
+      --report-api-errors no .device/tests/$2 >"$OUT/race_$1.log" 2>&1
+    echo "racecheck $2 $3 rc=$? $(grep -E 'RACECHECK SUMMARY|cases,|passed,|checks' "$OUT/race_$1.log" | tail -2 | tr '\n' ' ')" >"$OUT/race_$1.sum"
+  }
+  i=0
+  for f in f32_r1_ f16_r1_ bf16_r1_ _r4_ _r8_ _r16_ _loop_ _pipe_ _c2_ _c4_ _c8_; do run_race n$((i++)) test_norm_gpu $f & done
+  for d in f32 f16 bf16; do
+    v=$([[ $d == f32 ]] && echo 4 || echo 8)
+    for f in ${d}_staged ${d}_n8192_w16_v${v}_c8 ${d}_n16384_w32_v${v}_c8 ${d}_loop_n4096_w16_v${v}_c8; do
+      run_race s$((i++)) test_softmax_gpu $f &
+    done
+  done
+  run_race a$((i++)) test_attention_gpu bf16_d128_m64_n128_w4_s2_wgmma &
+  run_race a$((i++)) test_attention_gpu f16_d64_m64_n128_w4_s2_wgmma &
+  run_race t$((i++)) test_stress_gpu "" &
+  wait
+  cat "$OUT"/race_*.sum | tee -a "$S"
+  (cd "$OUT" && rm -f race_*.sum && for f in race_*.log; do tail -c 6000 "$f" >"$f.tail" && mv "$f.tail" "$f"; done &&
+    tar czf race_logs.tgz race_*.log && rm -f race_*.log)
 elif [[ $1 == gmm ]]; then
   # Grouped matmul: its GPU test (every variant, both paths), the attention and stress tests
   # (shared matrix machinery), the torch op, the issue's shapes beside torch's peers.
