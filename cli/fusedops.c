@@ -16,8 +16,8 @@
  *                    [--seqlen-k N] [--variant NAME] [--iters N]     TFLOP/s
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--variant NAME] [--iters N]     TFLOP/s, group sizes skewed (Dirichlet)
- *   fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] [--min-cols N]
- *                                                time every eligible variant over a shape grid
+ *   fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D] [--out FILE]
+ *                 [--verify] [--min-cols N]      time every eligible variant over a shape grid
  *                                                and write the winners (autotune_results/)
  *   fusedops version
  *
@@ -98,8 +98,8 @@ static int usage(const char *msg) {
           " [--seqlen-k N] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--variant NAME] [--iters N]\n"
-          "  fusedops tune [--op softmax|norm] [--dtype D] [--out FILE] [--verify] "
-          "[--min-cols N]\n"
+          "  fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D]"
+          " [--out FILE] [--verify] [--min-cols N]\n"
           "  fusedops version\n"
           "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n"
           "attention: B batch, H query heads, S query length, D head_dim\n"
@@ -506,13 +506,15 @@ static int cmd_check(int argc, char **argv) {
 
 /* Inputs for timing: random x rotated over enough copies (256 MiB in all, at most 64) that a
  * launch reads data the previous ones did not leave in L2; the residual of launch k is copy
- * k + 1. Outputs y and s, and random weight and bias vectors. */
+ * k + 1. Outputs y and s, and random weight and bias vectors. The compute-bound ops bring
+ * their calls instead (each on its own buffers): `copies` of them, launch k running call
+ * k % copies (copies 0 or 1: always the first). */
 typedef struct bench_buffers {
     CUdeviceptr x[64], y, s, weight, bias;
     int copies;
     size_t bytes; /* one rows x cols tensor */
-    const tile_flash_attention_args *attention; /* OP_ATTENTION's call (its own buffers) */
-    const tile_grouped_matmul_args *grouped;    /* OP_GROUPED_MATMUL's call (its own buffers) */
+    const tile_flash_attention_args *attention; /* OP_ATTENTION's calls */
+    const tile_grouped_matmul_args *grouped;    /* OP_GROUPED_MATMUL's calls */
 } bench_buffers;
 
 static void upload_uniform(const support_gpu *gpu, tile_dtype dtype, CUdeviceptr *dst, size_t n,
@@ -556,16 +558,18 @@ static int compare_float(const void *a, const void *b) {
  * RMSNorm with weight, dropout p = 0.1 with a bias and no mask. */
 static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const bench_buffers *b,
                              int k, int64_t rows, int64_t cols) {
+    /* the compute-bound ops first: their copies may be 0 (bench), no x to index */
+    const int call = b->copies > 1 ? k % b->copies : 0;
+    if (op == OP_ATTENTION)
+        return variant >= 0 ? tile_flash_attention_variant(variant, b->attention + call, NULL)
+                            : tile_flash_attention(b->attention + call, NULL);
+    if (op == OP_GROUPED_MATMUL)
+        return variant >= 0 ? tile_grouped_matmul_variant(variant, b->grouped + call, NULL)
+                            : tile_grouped_matmul(b->grouped + call, NULL);
     const void *x = DEVICE_PTR(b->x[k % b->copies]);
     const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies]);
     void *y = DEVICE_PTR(b->y), *s = DEVICE_PTR(b->s);
     const void *weight = DEVICE_PTR(b->weight), *bias = DEVICE_PTR(b->bias);
-    if (op == OP_ATTENTION)
-        return variant >= 0 ? tile_flash_attention_variant(variant, b->attention, NULL)
-                            : tile_flash_attention(b->attention, NULL);
-    if (op == OP_GROUPED_MATMUL)
-        return variant >= 0 ? tile_grouped_matmul_variant(variant, b->grouped, NULL)
-                            : tile_grouped_matmul(b->grouped, NULL);
     if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
         const int log = op == OP_LOG_SOFTMAX;
         if (variant >= 0)
@@ -643,14 +647,20 @@ static int batch_for(size_t bytes) {
     return n < 1 ? 1 : n > 200 ? 200 : n;
 }
 
+/* The batch of a compute-bound op: about 1 ms at 200 TFLOP/s plus 4 us per launch (`flops`
+ * per launch), 1 to 200 launches. */
+static int batch_for_flops(double flops) {
+    const double est_ms = flops / 200e12 * 1e3 + 0.004;
+    return est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
+}
+
 /* The compute-bound ops (attention, grouped matmul; b holds the call's args): the median time
- * per launch over batches of about 1 ms at 200 TFLOP/s plus 4 us per launch (`flops` per
- * launch; inputs not rotated), and the name of the variant that ran: --variant's, or the one
- * dispatch picks. A failing call prints its status and gives EXIT_CHECK_FAILED, else 0. */
+ * per launch over batches of batch_for_flops (inputs not rotated), and the name of the variant
+ * that ran: --variant's, or the one dispatch picks. A failing call prints its status and gives
+ * EXIT_CHECK_FAILED, else 0. */
 static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                            const options *o, double flops, double *ms, const char **name) {
-    const double est_ms = flops / 200e12 * 1e3 + 0.004;
-    const int batch = est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
+    const int batch = batch_for_flops(flops);
     const int32_t variant = o->variant ? tile_variant_find(o->variant) : -1;
     const tile_status s = time_op(gpu, b, op, variant, (tile_dtype)o->dtype, 0, 0, batch,
                                   o->iters < 64 ? o->iters : 64, ms);
@@ -852,8 +862,310 @@ static int cmd_bench(int argc, char **argv) {
     return 0;
 }
 
-/* fusedops tune: times every eligible variant over a grid of power-of-two shapes and writes the
- * winners as a TSV for autotune_results/ (docs/tuning.md). */
+/* ---------------------------------------------------------------- fusedops tune */
+
+/* What tune measured on one problem: the fastest and the second fastest variant (-1: none)
+ * and their median times per launch. */
+typedef struct tune_times {
+    int32_t best_v, second_v;
+    double best, second; /* ms */
+} tune_times;
+
+/* Times every variant of op's registry op and `dtype` that can run on this GPU (arch range,
+ * shared memory) and take `cols` columns (max_cols; attention's is HEAD_DIM), and whose params
+ * hold `params` where that is not NULL, on b's problem: the median of 5 batches of `batch`
+ * launches, after a warm-up batch. A variant whose call fails is skipped (a 128 KiB staged
+ * variant where a block gets 99 KiB, a tensor map the driver refuses). */
+static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op op,
+                          tile_dtype dtype, int64_t rows, int64_t cols, int batch,
+                          const char *params, tune_times *t) {
+    *t = (tune_times){-1, -1, 1e30, 1e30};
+    for (int32_t v = 0; v < tile_variant_count(); v++) {
+        tile_variant_info info = {.struct_size = sizeof info};
+        tile_variant_get(v, &info);
+        if (strcmp(info.op, op_info[op].family) || info.dtype != dtype) continue;
+        if (params && !strstr(info.params, params)) continue;
+        if (!support_variant_runs_here(gpu, &info)) continue;
+        if (info.max_cols && cols > info.max_cols) continue;
+        double ms;
+        if (time_op(gpu, b, op, v, dtype, rows, cols, batch, 5, &ms) != TILE_STATUS_SUCCESS)
+            continue;
+        if (ms < t->best) {
+            t->second = t->best, t->second_v = t->best_v;
+            t->best = ms, t->best_v = v;
+        } else if (ms < t->second) {
+            t->second = ms, t->second_v = v;
+        }
+    }
+}
+
+typedef struct tune_run {
+    const support_gpu *gpu;
+    FILE *out;
+    int verify, tty;
+    int within, total; /* --verify: problems within 5% of the fastest, problems measured */
+} tune_run;
+
+static const char *variant_name_or(int32_t v, const char *none) {
+    tile_variant_info info = {.struct_size = sizeof info};
+    return v >= 0 && tile_variant_get(v, &info) == TILE_STATUS_SUCCESS ? info.name : none;
+}
+
+/* One problem's result: the TSV line of its bucket, rows x cols (dispatch's problem, a power of
+ * two each on tune's grids), or with --verify the dispatched call (its status, its median
+ * `picked` ms and, where known, its variant) against the fastest variant; then progress on
+ * stderr: a bar redrawn in place on a terminal, else one line a problem. */
+static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *shape,
+                        int64_t rows, int64_t cols, const tune_times *t, tile_status dispatched,
+                        double picked, const char *picked_name, int done, int count) {
+    char why[512]; /* the failed call's message, before the variant look-ups below clear it */
+    snprintf(why, sizeof why, "%s", tile_last_error());
+    const char *best = variant_name_or(t->best_v, "-");
+    if (t->best_v < 0) {
+        /* nothing ran: no line (a problem no variant of this GPU takes) */
+    } else if (!r->verify) {
+        fprintf(r->out, "sm_%d\t%s\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", r->gpu->arch,
+                op_info[op].family, tile_dtype_string(dtype), (long long)rows, (long long)cols,
+                best, t->best * 1e3, variant_name_or(t->second_v, "-"),
+                t->second_v >= 0 ? t->second * 1e3 : 0.0);
+    } else {
+        const int ok = dispatched == TILE_STATUS_SUCCESS && picked <= t->best * 1.05;
+        r->total++;
+        r->within += ok;
+        if (dispatched != TILE_STATUS_SUCCESS)
+            fprintf(r->out, "# verify %s %s %s: dispatch failed: %s: %s\n", op_info[op].name,
+                    tile_dtype_string(dtype), shape, tile_status_string(dispatched), why);
+        fprintf(r->out, "# verify %s %s %s: dispatched %s%s%.2f us, fastest %s %.2f us%s\n",
+                op_info[op].name, tile_dtype_string(dtype), shape, picked_name ? picked_name : "",
+                picked_name ? " " : "", picked * 1e3, best, t->best * 1e3,
+                ok ? "" : "  (more than 5% slower)");
+    }
+    fflush(r->out);
+    if (r->tty) {
+        char bar[21];
+        for (int i = 0; i < 20; i++) bar[i] = i < 20 * done / count ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(stderr, "\r%s %-4s [%s] %3d/%d %-28s", op_info[op].name,
+                tile_dtype_string(dtype), bar, done, count, shape);
+    } else {
+        fprintf(stderr, "tune: %s %s %s -> %s\n", op_info[op].name, tile_dtype_string(dtype),
+                shape, best);
+    }
+}
+
+/* softmax and norm: dense rows x cols in fresh allocations, x rotated (buffers_alloc). Tuned at
+ * powers of two, verified on shapes between them (held out). */
+static void tune_rowwise(tune_run *r, const char *family, int dtype_only, int64_t min_cols) {
+    /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
+    const int norm = !strcmp(family, "norm");
+    const cli_op op = norm ? OP_LAYERNORM : OP_SOFTMAX;
+    static const int64_t tune_rows[] = {1, 16, 256, 4096, 32768};
+    static const int64_t verify_shapes[][2] = {
+        {3, 1000},    {100, 3000},  {777, 781},   {2000, 5000},  {5000, 12000}, {300, 50000},
+        {1500, 700},  {20000, 200}, {8, 300000},  {64, 100000},  {10000, 2500}, {123, 33000},
+        {40000, 100}, {2, 700000},  {700, 9000},  {3000, 1500},  {50, 20000},   {9000, 6000}};
+    const int nshapes = r->verify ? (int)(sizeof verify_shapes / sizeof *verify_shapes) : 5 * 16;
+    for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {
+        if (dtype_only >= 0 && dt != dtype_only) continue;
+        const tile_dtype dtype = (tile_dtype)dt;
+        for (int si = 0; si < nshapes; si++) {
+            const int64_t rows = r->verify ? verify_shapes[si][0] : tune_rows[si / 16];
+            const int64_t cols = r->verify ? verify_shapes[si][1] : (int64_t)1 << (5 + si % 16);
+            if (rows * cols > ((int64_t)1 << 26) || cols < min_cols) continue; /* keeps it short */
+            char shape[48];
+            snprintf(shape, sizeof shape, "%lldx%lld", (long long)rows, (long long)cols);
+            bench_buffers b;
+            buffers_alloc(r->gpu, dtype, rows, cols, &b);
+            const int batch = batch_for(b.bytes);
+            /* norm is tuned twice over the same inputs: LayerNorm over the variants without
+             * dropout, the fused dropout + LayerNorm over those with it. */
+            for (int pass = 0; pass < (norm ? 2 : 1); pass++) {
+                const cli_op pass_op = pass ? OP_RESIDUAL_DROPOUT_NORM : op;
+                tune_times t;
+                time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch,
+                              norm ? (pass ? "DROPOUT=1" : "DROPOUT=0") : NULL, &t);
+                double picked = 0;
+                tile_status dispatched = TILE_STATUS_SUCCESS;
+                if (r->verify)
+                    dispatched = time_op(r->gpu, &b, pass_op, -1, dtype, rows, cols, batch, 7, &picked);
+                tune_report(r, pass_op, dtype, shape, rows, cols, &t, dispatched, picked, NULL,
+                            si + 1, nshapes);
+            }
+            buffers_free(r->gpu, &b);
+        }
+    }
+}
+
+/* The grids of the compute-bound ops (docs/tuning.md). Dispatch's problem is attention's
+ * batch * heads_q * seqlen_q query rows x head_dim and grouped matmul's total_m / groups rows
+ * (the average group) x n: on the grids both are powers of two, so each problem is its own
+ * bucket. The held-out problems of --verify lie between them. */
+/* Attention, non-causal, seqlen_k = seqlen_q: {batch, heads_q, heads_kv, seqlen} x head_dim. */
+static const int64_t attention_grid[][4] = {{1, 8, 2, 128},   {1, 8, 2, 512},    {1, 16, 4, 1024},
+                                            {2, 16, 4, 2048}, {4, 32, 8, 2048}, {4, 32, 8, 8192}};
+static const int64_t attention_head_dims[] = {64, 128};
+/* {batch, heads_q, heads_kv, seqlen, head_dim, causal} */
+static const int64_t attention_held_out[][6] = {
+    {2, 4, 1, 100, 64, 0},    {1, 12, 4, 300, 64, 0},    {8, 8, 8, 200, 64, 1},
+    {3, 8, 8, 777, 128, 0},   {1, 24, 24, 1000, 96, 0},  {2, 20, 4, 1500, 128, 1},
+    {16, 12, 12, 512, 64, 0}, {1, 40, 8, 3000, 128, 0},  {2, 28, 4, 4096, 128, 1},
+    {1, 32, 8, 12000, 128, 0}};
+/* Grouped matmul, k fixed, B [g, k, n], no bias: {groups, total_m} x n. */
+static const int64_t grouped_grid[][2] = {{64, 1024}, {32, 2048}, {16, 4096}, {8, 8192}, {8, 32768}};
+static const int64_t grouped_grid_n[] = {512, 1024, 2048, 4096, 8192};
+static const int64_t grouped_grid_k = 2048;
+/* {groups, total_m, k, n} */
+static const int64_t grouped_held_out[][4] = {
+    {64, 1000, 2048, 768},   {24, 900, 2048, 6144},   {128, 8192, 2048, 768},
+    {32, 5000, 2048, 1408},  {8, 3000, 2048, 1536},   {16, 10000, 2048, 2816},
+    {8, 12000, 4096, 2048},  {8, 20000, 2048, 5632},  {8, 16384, 4096, 14336},
+    {4, 50000, 2048, 3584}};
+
+/* One problem of a compute-bound op for tune, set up by support/'s helpers (dense), in copies
+ * that launches rotate over. */
+typedef struct compute_problem {
+    int copies;
+    int64_t rows, cols; /* dispatch's problem */
+    double flops;       /* per launch, as bench counts them */
+    char shape[64];
+    support_attention_problem attention[64];
+    support_grouped_matmul_problem grouped[64];
+    tile_flash_attention_args attention_args[64];
+    tile_grouped_matmul_args grouped_args[64];
+} compute_problem;
+
+/* Sets p up for op (s: attention {batch, heads_q, heads_kv, seqlen, head_dim, causal}, dense
+ * BSHD; grouped matmul {groups, total_m, k, n}, B [g, k, n], no bias, the rows split over the
+ * groups as bench grouped_matmul splits them) in min(64, ceil(256 MiB / bytes)) copies, at least
+ * one, so that, as bench's x, the launches of a small problem do not find their inputs in L2;
+ * b gets the calls. */
+static void compute_setup(const support_gpu *gpu, cli_op op, tile_dtype dtype, const int64_t *s,
+                          compute_problem *p, bench_buffers *b) {
+    const double elem = (double)support_dtype_size(dtype);
+    double bytes;
+    int32_t *ends = NULL;
+    if (op == OP_ATTENTION) {
+        bytes = elem * (double)(s[0] * s[3] * s[4] * (2 * s[1] + 2 * s[2]));
+        p->rows = s[0] * s[1] * s[3];
+        p->cols = s[4];
+        p->flops = 4.0 * (double)p->rows * (double)s[3] * (double)s[4] * (s[5] ? 0.5 : 1.0);
+        snprintf(p->shape, sizeof p->shape, "%lldx%lldx%lldx%lld kv %lld%s", (long long)s[0],
+                 (long long)s[1], (long long)s[3], (long long)s[4], (long long)s[2],
+                 s[5] ? " causal" : "");
+    } else {
+        bytes = elem * (double)(s[1] * s[2] + s[0] * s[2] * s[3] + s[1] * s[3]);
+        p->rows = s[1] / s[0] > 1 ? s[1] / s[0] : 1;
+        p->cols = s[3];
+        p->flops = 2.0 * (double)s[1] * (double)s[2] * (double)s[3];
+        snprintf(p->shape, sizeof p->shape, "%lldx%lldx%lldx%lld", (long long)s[0],
+                 (long long)s[1], (long long)s[2], (long long)s[3]);
+        ends = support_xmalloc((size_t)s[0] * sizeof *ends);
+        support_skewed_group_ends((int32_t)s[0], s[1], bench_gmm_alpha, bench_gmm_seed, ends);
+    }
+    const double rotation = 256.0 * 1024 * 1024;
+    p->copies = bytes >= rotation ? 1 : (int)((rotation + bytes - 1) / bytes);
+    if (p->copies > 64) p->copies = 64;
+    for (int i = 0; i < p->copies; i++) {
+        const uint64_t seed = 1000 + 10 * (uint64_t)i;
+        if (op == OP_ATTENTION) {
+            const support_attention_case c = {
+                .variant = -1, .dtype = dtype, .batch = (int32_t)s[0], .heads_q = (int32_t)s[1],
+                .heads_kv = (int32_t)s[2], .head_dim = (int32_t)s[4], .seqlen_q = s[3],
+                .seqlen_k = s[3], .causal = (int)s[5], .dense = 1, .seed = seed};
+            support_attention_setup(gpu, &c, &p->attention[i]);
+            p->attention_args[i] = p->attention[i].args;
+        } else {
+            const support_grouped_matmul_case c = {
+                .variant = -1, .dtype = dtype, .groups = (int32_t)s[0], .total_m = s[1],
+                .k = s[2], .n = s[3], .ends = ends, .seed = seed};
+            support_grouped_matmul_setup(gpu, &c, &p->grouped[i]);
+            p->grouped_args[i] = p->grouped[i].args;
+        }
+    }
+    free(ends);
+    memset(b, 0, sizeof *b);
+    b->copies = p->copies;
+    b->attention = p->attention_args;
+    b->grouped = p->grouped_args;
+}
+
+static void compute_free(const support_gpu *gpu, cli_op op, compute_problem *p) {
+    for (int i = 0; i < p->copies; i++) {
+        if (op == OP_ATTENTION) support_attention_free(gpu, &p->attention[i]);
+        else support_grouped_matmul_free(gpu, &p->grouped[i]);
+    }
+}
+
+static int has_variants(const char *family, int dtype) {
+    for (int32_t v = 0; v < tile_variant_count(); v++) {
+        tile_variant_info info = {.struct_size = sizeof info};
+        if (tile_variant_get(v, &info) == TILE_STATUS_SUCCESS && !strcmp(info.op, family) &&
+            (int)info.dtype == dtype)
+            return 1;
+    }
+    return 0;
+}
+
+/* attention and grouped matmul over their grid (or held-out problems), for each dtype that has
+ * variants of the op. */
+static void tune_compute(tune_run *r, cli_op op, int dtype_only, int64_t min_cols) {
+    int64_t shapes[64][6] = {{0}};
+    int n = 0;
+    if (op == OP_ATTENTION && r->verify) {
+        for (size_t i = 0; i < sizeof attention_held_out / sizeof *attention_held_out; i++, n++)
+            memcpy(shapes[n], attention_held_out[i], sizeof *attention_held_out);
+    } else if (op == OP_ATTENTION) {
+        for (size_t d = 0; d < sizeof attention_head_dims / sizeof *attention_head_dims; d++)
+            for (size_t i = 0; i < sizeof attention_grid / sizeof *attention_grid; i++, n++) {
+                memcpy(shapes[n], attention_grid[i], sizeof *attention_grid);
+                shapes[n][4] = attention_head_dims[d];
+            }
+    } else if (r->verify) {
+        for (size_t i = 0; i < sizeof grouped_held_out / sizeof *grouped_held_out; i++, n++)
+            memcpy(shapes[n], grouped_held_out[i], sizeof *grouped_held_out);
+    } else {
+        for (size_t i = 0; i < sizeof grouped_grid / sizeof *grouped_grid; i++)
+            for (size_t j = 0; j < sizeof grouped_grid_n / sizeof *grouped_grid_n; j++, n++) {
+                shapes[n][0] = grouped_grid[i][0];
+                shapes[n][1] = grouped_grid[i][1];
+                shapes[n][2] = grouped_grid_k;
+                shapes[n][3] = grouped_grid_n[j];
+            }
+    }
+    compute_problem *p = support_xmalloc(sizeof *p);
+    for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {
+        if ((dtype_only >= 0 && dt != dtype_only) || !has_variants(op_info[op].family, dt))
+            continue;
+        const tile_dtype dtype = (tile_dtype)dt;
+        for (int i = 0; i < n; i++) {
+            if (shapes[i][op == OP_ATTENTION ? 4 : 3] < min_cols) continue;
+            bench_buffers b;
+            compute_setup(r->gpu, op, dtype, shapes[i], p, &b);
+            const int batch = batch_for_flops(p->flops);
+            tune_times t;
+            time_variants(r->gpu, &b, op, dtype, p->rows, p->cols, batch, NULL, &t);
+            double picked = 0;
+            tile_status dispatched = TILE_STATUS_SUCCESS;
+            const char *picked_name = NULL;
+            if (r->verify) {
+                tile_decision d = {.struct_size = sizeof d};
+                if ((op == OP_ATTENTION ? tile_flash_attention_explain(b.attention, 0, &d)
+                                        : tile_grouped_matmul_explain(b.grouped, 0, &d)) ==
+                    TILE_STATUS_SUCCESS)
+                    picked_name = variant_name_or(d.variant, NULL);
+                dispatched = time_op(r->gpu, &b, op, -1, dtype, p->rows, p->cols, batch, 7, &picked);
+            }
+            tune_report(r, op, dtype, p->shape, p->rows, p->cols, &t, dispatched, picked,
+                        picked_name, i + 1, n);
+            compute_free(r->gpu, op, p);
+        }
+    }
+    free(p);
+}
+
+/* fusedops tune: times every eligible variant of one op over a grid of shapes and writes the
+ * winners as a TSV for autotune_results/, or (--verify) checks dispatch on held-out shapes
+ * (docs/tuning.md). */
 static int cmd_tune(int argc, char **argv) {
     options o;
     const char *out_path = NULL;
@@ -869,11 +1181,22 @@ static int cmd_tune(int argc, char **argv) {
         else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
-    if (o.op && strcmp(o.op, "softmax") && strcmp(o.op, "norm"))
-        return usage("tune knows the ops: softmax, norm");
-    /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
+    /* the registry ops tune knows, and the call each is timed through */
+    static const struct {
+        const char *family;
+        cli_op op;
+    } tuned_ops[] = {{"softmax", OP_SOFTMAX},
+                     {"norm", OP_LAYERNORM},
+                     {"attention", OP_ATTENTION},
+                     {"grouped_matmul", OP_GROUPED_MATMUL}};
     const char *family = o.op ? o.op : "softmax";
-    const cli_op op = strcmp(family, "norm") ? OP_SOFTMAX : OP_LAYERNORM;
+    int which = -1;
+    for (int i = 0; i < (int)(sizeof tuned_ops / sizeof *tuned_ops); i++)
+        if (!strcmp(family, tuned_ops[i].family)) which = i;
+    if (which < 0) return usage("tune knows the ops: softmax, norm, attention, grouped_matmul");
+    const cli_op op = tuned_ops[which].op;
+    if (o.dtype >= 0 && !has_variants(family, o.dtype))
+        return usage("tune: the op has no variant of that --dtype (see fusedops list)");
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
@@ -881,102 +1204,16 @@ static int cmd_tune(int argc, char **argv) {
         perror(out_path);
         return EXIT_USAGE;
     }
-    const int tty = isatty(fileno(stderr));
+    tune_run r = {.gpu = &gpu, .out = out, .verify = verify, .tty = isatty(fileno(stderr))};
     if (!verify)
         fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
-    /* Tuned at exact powers of two; verified on shapes between them (held out). */
-    static const int64_t tune_rows[] = {1, 16, 256, 4096, 32768};
-    static const int64_t verify_shapes[][2] = {
-        {3, 1000},    {100, 3000},  {777, 781},   {2000, 5000},  {5000, 12000}, {300, 50000},
-        {1500, 700},  {20000, 200}, {8, 300000},  {64, 100000},  {10000, 2500}, {123, 33000},
-        {40000, 100}, {2, 700000},  {700, 9000},  {3000, 1500},  {50, 20000},   {9000, 6000}};
-    const int nshapes = verify ? (int)(sizeof verify_shapes / sizeof *verify_shapes) : 5 * 16;
-    int within = 0, total = 0;
-    for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {
-        if (o.dtype >= 0 && dt != o.dtype) continue;
-        const tile_dtype dtype = (tile_dtype)dt;
-        for (int si = 0; si < nshapes; si++) {
-            int64_t rows, cols;
-            if (verify) {
-                rows = verify_shapes[si][0];
-                cols = verify_shapes[si][1];
-            } else {
-                rows = tune_rows[si / 16];
-                cols = (int64_t)1 << (5 + si % 16);
-            }
-            if (rows * cols > ((int64_t)1 << 26) || cols < min_cols) continue; /* keeps it short */
-            bench_buffers b;
-            buffers_alloc(&gpu, dtype, rows, cols, &b);
-            const int batch = batch_for(b.bytes);
-            /* norm is tuned twice over the same inputs: LayerNorm over the variants without
-             * dropout, the fused dropout + LayerNorm over those with it. */
-            for (int pass = 0; pass < (strcmp(family, "norm") ? 1 : 2); pass++) {
-                const cli_op pass_op = pass ? OP_RESIDUAL_DROPOUT_NORM : op;
-                double best = 1e30, second = 1e30, picked = 0;
-                int32_t best_v = -1, second_v = -1;
-                for (int32_t v = 0; v < tile_variant_count(); v++) {
-                    tile_variant_info info = {.struct_size = sizeof info};
-                    tile_variant_get(v, &info);
-                    if (strcmp(info.op, family) || info.dtype != dtype) continue;
-                    if (!strcmp(family, "norm") && !strstr(info.params, pass ? "DROPOUT=1" : "DROPOUT=0"))
-                        continue;
-                    if (!support_variant_runs_here(&gpu, &info)) continue;
-                    if (info.max_cols && cols > info.max_cols) continue;
-                    double ms;
-                    if (time_op(&gpu, &b, pass_op, v, dtype, rows, cols, batch, 5, &ms) !=
-                        TILE_STATUS_SUCCESS)
-                        continue;
-                    if (ms < best) {
-                        second = best;
-                        second_v = best_v;
-                        best = ms;
-                        best_v = v;
-                    } else if (ms < second) {
-                        second = ms;
-                        second_v = v;
-                    }
-                }
-                tile_status dispatched = TILE_STATUS_SUCCESS;
-                if (verify)
-                    dispatched = time_op(&gpu, &b, pass_op, -1, dtype, rows, cols, batch, 7, &picked);
-                if (best_v < 0) continue;
-                tile_variant_info bi = {.struct_size = sizeof bi}, si2 = {.struct_size = sizeof si2};
-                tile_variant_get(best_v, &bi);
-                if (second_v >= 0) tile_variant_get(second_v, &si2);
-                if (verify) {
-                    total++;
-                    int ok = dispatched == TILE_STATUS_SUCCESS && picked <= best * 1.05;
-                    if (dispatched != TILE_STATUS_SUCCESS)
-                        fprintf(out, "# verify %s %s %lldx%lld: dispatch failed: %s: %s\n",
-                                op_info[pass_op].name, tile_dtype_string(dtype), (long long)rows,
-                                (long long)cols, tile_status_string(dispatched), tile_last_error());
-                    within += ok;
-                    fprintf(out, "# verify %s %s %lldx%lld: dispatched %.2f us, fastest %s %.2f us%s\n",
-                            op_info[pass_op].name, tile_dtype_string(dtype), (long long)rows,
-                            (long long)cols, picked * 1e3, bi.name, best * 1e3,
-                            ok ? "" : "  (more than 5% slower)");
-                } else {
-                    fprintf(out, "sm_%d\t%s\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", gpu.arch,
-                            family, tile_dtype_string(dtype), (long long)rows, (long long)cols,
-                            bi.name, best * 1e3, second_v >= 0 ? si2.name : "-",
-                            second_v >= 0 ? second * 1e3 : 0.0);
-                }
-                if (tty)
-                    fprintf(stderr, "\r[%s %3d/%d] %-12s", tile_dtype_string(dtype), si + 1, nshapes,
-                            "");
-                else
-                    fprintf(stderr, "tune: %s %s %lldx%lld -> %s\n", op_info[pass_op].name,
-                            tile_dtype_string(dtype), (long long)rows, (long long)cols, bi.name);
-            }
-            buffers_free(&gpu, &b);
-            fflush(out);
-        }
-    }
-    if (tty) fputc('\n', stderr);
+    if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, min_cols);
+    else tune_rowwise(&r, family, o.dtype, min_cols);
+    if (r.tty) fputc('\n', stderr);
     if (verify)
         fprintf(out, "# held-out check of %s on %s: dispatched variant within 5%% of the fastest "
                      "on %d of %d shapes (%.0f%%)\n",
-                family, gpu.name, within, total, total ? 100.0 * within / total : 0.0);
+                family, gpu.name, r.within, r.total, r.total ? 100.0 * r.within / r.total : 0.0);
     if (out != stdout) fclose(out);
     support_gpu_close(&gpu);
     return 0;

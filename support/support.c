@@ -617,10 +617,9 @@ void support_attention_tolerance(tile_dtype dtype, int lse, double *atol, double
 }
 
 /* One tensor of an attention case: strides and element count for `tokens` tokens per batch
- * entry (nb entries), `heads` heads, head_dim d, sequence rows padded by 8 elements. */
+ * entry (nb entries), `heads` heads, head_dim d, sequence rows padded by `pad` elements. */
 static void attention_layout(int bhsd, int64_t nb, int64_t tokens, int64_t heads, int64_t d,
-                             int64_t strides[3], int64_t *count) {
-    const int64_t pad = 8;
+                             int64_t pad, int64_t strides[3], int64_t *count) {
     if (bhsd) {
         strides[1] = d + pad;                  /* seq */
         strides[2] = tokens * strides[1];      /* head */
@@ -655,10 +654,12 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
     const int64_t slots = c->varlen ? 1 : nb;
     const int64_t tq = c->varlen ? cu_q[nb] : c->seqlen_q, tk = c->varlen ? cu_k[nb] : c->seqlen_k;
     int64_t sq[3], sk[3], sv[3], so[3], nq, nk, nv, no;
-    attention_layout(c->bhsd, slots, tq, c->heads_q, hd, sq, &nq);
-    attention_layout(c->bhsd, slots, tk, c->heads_kv, hd, sk, &nk);
-    attention_layout(!c->bhsd, slots, tk, c->heads_kv, hd, sv, &nv); /* v the other way */
-    attention_layout(c->bhsd, slots, tq, c->heads_q, hd, so, &no);
+    const int64_t pad = c->dense ? 0 : 8;
+    const int v_bhsd = c->dense ? c->bhsd : !c->bhsd; /* v the other way, unless dense */
+    attention_layout(c->bhsd, slots, tq, c->heads_q, hd, pad, sq, &nq);
+    attention_layout(c->bhsd, slots, tk, c->heads_kv, hd, pad, sk, &nk);
+    attention_layout(v_bhsd, slots, tk, c->heads_kv, hd, pad, sv, &nv);
+    attention_layout(c->bhsd, slots, tq, c->heads_q, hd, pad, so, &no);
     float *q = support_stored_uniform(dt, (size_t)nq, c->seed, -2.0f, 2.0f);
     float *k = support_stored_uniform(dt, (size_t)nk, c->seed + 1, -2.0f, 2.0f);
     float *v = support_stored_uniform(dt, (size_t)nv, c->seed + 2, -1.0f, 1.0f);

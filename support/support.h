@@ -182,7 +182,8 @@ void support_attention_tolerance(tile_dtype dtype, int lse, double *atol, double
 
 /* One attention case on the GPU: q and k uniform in [-2, 2), v in [-1, 1), from `seed`;
  * every tensor's sequence rows padded by 8 elements (16 bytes: the alignment every variant
- * needs); q, k and o BSHD (bhsd = 0) or BHSD (bhsd = 1), v in the other layout. o and lse are poisoned (NaN) first; every o element the call must not
+ * needs); q, k and o BSHD (bhsd = 0) or BHSD (bhsd = 1), v in the other layout. dense: no
+ * padding and v in the layout of q (the tensors a model passes; what `fusedops tune` times). o and lse are poisoned (NaN) first; every o element the call must not
  * write (the padding) must stay poisoned. varlen: the same batch packed with cu_seqlens,
  * sequence b holding seqlen_q - (37 b mod (seqlen_q + 1)) queries and seqlen_k -
  * (53 b mod (seqlen_k + 1)) keys (sequence 0 the longest, some empty), seqlen_q / seqlen_k then
@@ -197,6 +198,7 @@ typedef struct support_attention_case {
     int32_t batch, heads_q, heads_kv, head_dim;
     int64_t seqlen_q, seqlen_k;
     int causal, varlen, bhsd, lse;
+    int dense;   /* unpadded rows, v laid out as q */
     float scale; /* 0: 1 / sqrt(head_dim) */
     uint64_t seed;
 } support_attention_case;

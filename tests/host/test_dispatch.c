@@ -98,6 +98,24 @@ static int32_t count_eligible_of(const char *op, tile_dtype d, int64_t cols, int
     return n;
 }
 
+/* The index in vs of the variant dispatch's heuristic would pick for p (the first of the
+ * lowest cost among the eligible), or -1. Over the registry (vs = tile_registry): the
+ * heuristic's pick whatever the tuned tables say, for tests of the heuristic's choices on
+ * problems that a tuned entry may decide. */
+static int best_variant(const tile_variant *vs, int count, const tile_problem *p) {
+    int best = -1;
+    double best_cost = 0;
+    for (int i = 0; i < count; i++) {
+        if (!tile_variant_eligible(&vs[i], p, NULL)) continue;
+        const double cost = tile_heuristic_cost(&vs[i], p);
+        if (best < 0 || cost < best_cost) {
+            best = i;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
 static tile_decision new_decision(void) {
     tile_decision d;
     memset(&d, 0xab, sizeof d);
@@ -477,7 +495,42 @@ static void test_sm90_variants_have_code(void **state) {
     }
 }
 
-/* Tuned entries win their own bucket. */
+static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_dim);
+static tile_grouped_matmul_args grouped_matmul_problem(tile_dtype dt, int32_t groups,
+                                                       int64_t rows_per_group, int64_t n,
+                                                       int64_t k);
+
+/* Explain's decision for a problem whose dispatch problem is exactly rows x cols: rows x cols
+ * for the row ops; for attention one sequence of `rows` queries (and keys) with one head of
+ * head_dim `cols`; for grouped matmul one group of `rows` rows, n = cols, k = 64. */
+static tile_decision decision_at(const char *op, tile_dtype dt, int64_t rows, int64_t cols,
+                                 int32_t arch) {
+    if (strcmp(op, "attention") && strcmp(op, "grouped_matmul"))
+        return check_decision_of(op, dt, rows, cols, cols, cols, 16, arch);
+    tile_decision d = new_decision();
+    tile_status s;
+    if (!strcmp(op, "attention")) {
+        tile_flash_attention_args a = attention_problem(dt, (int32_t)cols);
+        a.batch = a.heads_q = a.heads_kv = 1;
+        a.seqlen_q = a.seqlen_k = rows;
+        a.q_seq_stride = a.k_seq_stride = a.v_seq_stride = a.o_seq_stride = cols;
+        a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride = rows * cols;
+        s = tile_flash_attention_explain(&a, arch, &d);
+    } else {
+        const tile_grouped_matmul_args g = grouped_matmul_problem(dt, 1, rows, cols, 64);
+        s = tile_grouped_matmul_explain(&g, arch, &d);
+    }
+    if (s != TILE_STATUS_SUCCESS)
+        print_error("explain %s %s %lldx%lld sm_%d: %s: %s\n", op, tile_dtype_string(dt),
+                    (long long)rows, (long long)cols, arch, tile_status_string(s),
+                    tile_last_error());
+    assert_int_equal(s, TILE_STATUS_SUCCESS);
+    assert_int_equal(d.arch, arch);
+    return d;
+}
+
+/* Tuned entries win their own bucket, for every op a table has (softmax, norm, attention,
+ * grouped_matmul). */
 static void test_tuned_table(void **state) {
     (void)state;
     for (int32_t i = 0; i < tile_tuned_count; i++) {
@@ -490,7 +543,7 @@ static void test_tuned_table(void **state) {
         tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0};
         /* explain decides for calls without optional features (no dropout) */
         if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
-        tile_decision d = check_decision_of(e->op, e->dtype, rows, cols, cols, cols, 16, e->arch);
+        tile_decision d = decision_at(e->op, e->dtype, rows, cols, e->arch);
         assert_int_equal(d.rule, TILE_RULE_TUNED);
         int listed = 0;
         for (int32_t j = 0; j < tile_tuned_count; j++) {
@@ -574,7 +627,21 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
     return a;
 }
 
-/* Which head width wins. Before and after sm_90 (and on sm_90 for heads over 128) only the
+/* The variant the heuristic picks for a call (dense, 16-byte aligned) on arch, given explain's
+ * decision d for it: d's own where the heuristic made it (and then the same as best_variant
+ * over the registry), else best_variant's (a tuned entry decided the call: the tests of the
+ * heuristic's choices hold whatever sm_90's table says). */
+static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int32_t arch,
+                                        const tile_decision *d) {
+    const tile_problem p = {"attention", a->dtype, (int64_t)a->batch * a->heads_q * a->seqlen_q,
+                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0};
+    const int32_t pick = best_variant(tile_registry, tile_registry_count, &p);
+    if (d->rule == TILE_RULE_HEURISTIC) assert_int_equal(pick, d->variant);
+    return pick;
+}
+
+/* Which head width the heuristic picks (where sm_90's tuned table decides the call instead,
+ * explain's pick is only checked to be eligible). Before and after sm_90 (and on sm_90 for heads over 128) only the
  * mma.sync family runs, and the narrowest compiled HEAD_DIM that holds the head wins: a wider
  * one pays its zero padding (cost x HEAD_DIM / head_dim), which no other term of
  * src/dispatch.c's tile_heuristic_cost makes up for; within the width, the one variant whose warps
@@ -610,7 +677,6 @@ static void test_attention_head_dims(void **state) {
                 assert_int_equal(s, TILE_STATUS_SUCCESS);
                 assert_string_equal(tile_last_error(), "");
                 assert_int_equal(d.arch, arch);
-                assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
                 assert_int_equal(d.eligible,
                                  count_eligible_of("attention", dts[t], head_dim, 16, arch));
                 tile_variant_info v = get_info(d.variant);
@@ -620,6 +686,8 @@ static void test_attention_head_dims(void **state) {
                 assert_true(arch_holds(&v, arch));
                 assert_true(v.smem_bytes <= tile_arch_smem_limit(arch));
                 assert_true(v.max_cols >= head_dim);
+                /* the heuristic's choice, also where a tuned entry decides the call */
+                v = get_info(attention_heuristic_pick(&args, arch, &d));
                 const int wgmma = arch == 90 && cases[c].wgmma_dim > 0;
                 const int32_t want_dim = wgmma ? cases[c].wgmma_dim : cases[c].mma_dim;
                 char want[64];
@@ -697,8 +765,7 @@ static void test_attention_small_batch_prefers_short_blocks(void **state) {
         tile_decision d = new_decision();
         assert_int_equal(tile_flash_attention_explain(&args, cases[c].arch, &d),
                          TILE_STATUS_SUCCESS);
-        assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
-        tile_variant_info v = get_info(d.variant);
+        tile_variant_info v = get_info(attention_heuristic_pick(&args, cases[c].arch, &d));
         if (strcmp(v.name, cases[c].want)) {
             print_error("head_dim %d, 4096 query rows on sm_%d picked %s, want %s\n", hd,
                         cases[c].arch, v.name, cases[c].want);
@@ -736,22 +803,6 @@ static tile_variant gemm_variant(int32_t threads, int32_t block_m, int32_t arch_
                           .rows_per_program = block_m, .cluster = 1, .smem_bytes = 65536,
                           .align_bytes = 16, .arch_min = arch_min, .arch_max = arch_max,
                           .persistent = 1, .params = "BLOCK_N=128"};
-}
-
-/* The index in vs of the variant dispatch's heuristic would pick for p (the first of the
- * lowest cost among the eligible), or -1. */
-static int best_variant(const tile_variant *vs, int count, const tile_problem *p) {
-    int best = -1;
-    double best_cost = 0;
-    for (int i = 0; i < count; i++) {
-        if (!tile_variant_eligible(&vs[i], p, NULL)) continue;
-        const double cost = tile_heuristic_cost(&vs[i], p);
-        if (best < 0 || cost < best_cost) {
-            best = i;
-            best_cost = cost;
-        }
-    }
-    return best;
 }
 
 /* The heuristic on a made-up family (the registry may hold no grouped_matmul variant yet):
@@ -807,8 +858,8 @@ static void test_grouped_matmul_heuristic(void **state) {
 }
 
 /* The registry's grouped_matmul variants, where there are any: explain picks an eligible one,
- * the heuristic's cheapest (no tuned table covers the op), a Hopper-only one on sm_90 when it
- * holds one. Until the kernels land there are none, and explain says so (ARCH_MISMATCH, the
+ * the heuristic's cheapest where no tuned entry decides (test_tuned_table checks those), a
+ * Hopper-only one on sm_90 when it holds one. Until the kernels land there are none, and explain says so (ARCH_MISMATCH, the
  * decision unwritten). Before sm_80 nothing runs it either way. */
 static void test_grouped_matmul_registry(void **state) {
     (void)state;

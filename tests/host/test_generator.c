@@ -760,7 +760,8 @@ static int gen_with_tuned(const char *dir, const char *tsv_text, char **out) {
     snprintf(log, sizeof log, "%s/log.txt", dir);
     write_text(tsv, tsv_text);
     const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
-                          "--tuned", tsv, "kernels/softmax.grid", NULL};
+                          "--tuned", tsv, "kernels/softmax.grid", "kernels/attention.grid",
+                          "kernels/grouped_matmul.grid", NULL};
     int r = run_gen(args, log);
     *out = slurp(log, NULL);
     assert_non_null(*out);
@@ -792,7 +793,12 @@ static void test_gen_tuned_tables(void **state) {
                            TSV_HEADER
                            "# a comment\n"
                            "sm_90\tsoftmax\tbf16\t4096x4096\tsoftmax_bf16_r1_n4096_w4_v8\t10.0\t"
-                           "softmax_bf16_r1_n4096_w8_v8\t11.0\n",
+                           "softmax_bf16_r1_n4096_w8_v8\t11.0\n"
+                           /* the ops of fusedops tune --op attention|grouped_matmul */
+                           "sm_90\tattention\tf16\t65536x128\t"
+                           "attention_f16_d128_m128_n128_w8_s2_wgmma_sm90\t900.0\t-\t0\n"
+                           "sm_90\tgrouped_matmul\tbf16\t256x4096\t"
+                           "grouped_matmul_bf16_m128_n256_s4_tma_sm90\t500.0\t-\t0\n",
                            &out);
     if (r) print_error("%s\n", out);
     free(out);
@@ -801,9 +807,12 @@ static void test_gen_tuned_tables(void **state) {
     snprintf(path, sizeof path, "%s/tuned.c", dir);
     char *tuned = slurp(path, NULL);
     assert_non_null(tuned);
-    assert_contains(tuned, "tile_tuned_count = 1;");
+    assert_contains(tuned, "tile_tuned_count = 3;");
     assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 12, 12, ");
     assert_contains(tuned, "softmax_bf16_r1_n4096_w4_v8");
+    assert_contains(tuned, "{90, \"attention\", (tile_dtype)1, 16, 7, ");
+    assert_contains(tuned, "attention_f16_d128_m128_n128_w8_s2_wgmma_sm90");
+    assert_contains(tuned, "{90, \"grouped_matmul\", (tile_dtype)2, 8, 12, ");
     free(tuned);
 
     /* Errors name the TSV file and line. */
@@ -828,6 +837,9 @@ static void test_gen_tuned_tables(void **state) {
     expect_tsv_error(dir, TSV_HEADER "sm_90\tsoftmax\tf64\t1x1\tsoftmax_bf16_r1_n4096_w4_v8\n", 2,
                      "unknown dtype 'f64'");
     expect_tsv_error(dir, TSV_HEADER "sm_90\tsoftmax\tbf16\n", 2, "at least 5");
+    expect_tsv_error(dir,
+                     TSV_HEADER "sm_90\tattention\tbf16\t4096x64\tsoftmax_bf16_r1_n4096_w4_v8\n",
+                     2, "is not a attention bf16 variant");
     remove_tree(dir);
 }
 

@@ -1,7 +1,7 @@
 /* FUSEDOPS_TUNING_FILE: the run-time tuned table. The library reads the variable once per
  * process, so each scenario is its own run of this program: test_tuning_file MODE, where MODE
- * is good, malformed, unknown or missing (ctest runs each). Explain with an explicit arch needs
- * no GPU. */
+ * is good, compute (attention and grouped matmul entries), malformed, unknown, dtype or
+ * missing (ctest runs each). Explain with an explicit arch needs no GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,12 +42,60 @@ static const char *variant_name(int32_t index) {
 /* A variant the compiled table would not pick for 8x8 bf16 on sm_90 (a scalar 16-row one):
  * seeing it proves the file's entry won. */
 #define PLANTED "softmax_bf16_r16_n32_w4_v1"
+/* The same for attention and grouped matmul: the widest head (256, for heads of 64: the
+ * heuristic never pads 4x) and the smallest mma.sync tile (on sm_90 the heuristic takes a
+ * warp-specialized one). */
+#define PLANTED_ATTENTION "attention_bf16_d256_m64_n32_w4"
+#define PLANTED_GMM "grouped_matmul_bf16_m64_n64_w2_s4"
+
+/* Dense BSHD attention, bf16, at stand-in pointers (never dereferenced): dispatch's problem is
+ * batch * heads * seqlen query rows x head_dim. */
+static tile_status explain_attention(int32_t batch, int32_t heads, int64_t seqlen,
+                                     int32_t head_dim, tile_decision *d) {
+    static _Alignas(256) unsigned char buf[512];
+    tile_flash_attention_args a;
+    tile_flash_attention_init(&a, sizeof a);
+    a.dtype = TILE_DTYPE_BF16;
+    a.batch = batch, a.heads_q = a.heads_kv = heads, a.head_dim = head_dim;
+    a.seqlen_q = a.seqlen_k = seqlen;
+    a.q = a.k = a.v = buf, a.o = buf + 256;
+    a.q_head_stride = a.k_head_stride = a.v_head_stride = a.o_head_stride = head_dim;
+    a.q_seq_stride = a.k_seq_stride = a.v_seq_stride = a.o_seq_stride = (int64_t)heads * head_dim;
+    a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride =
+        seqlen * heads * head_dim;
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    return tile_flash_attention_explain(&a, 90, d);
+}
+
+/* Dense grouped matmul, bf16, B [groups, k, n] (or [groups, n, k] with b_nk) and a bias:
+ * dispatch's problem is total_m / groups rows x n. */
+static tile_status explain_grouped(int32_t groups, int64_t total_m, int64_t k, int64_t n,
+                                   int b_nk, tile_decision *d) {
+    static _Alignas(256) unsigned char buf[1024];
+    tile_grouped_matmul_args g;
+    tile_grouped_matmul_init(&g, sizeof g);
+    g.dtype = TILE_DTYPE_BF16;
+    g.groups = groups, g.total_m = total_m, g.k = k, g.n = n;
+    g.a = g.b = g.bias = buf, g.c = buf + 256;
+    g.offsets = (const int32_t *)(const void *)(buf + 512);
+    g.lda = k, g.ldc = n;
+    g.b_group_stride = k * n;
+    g.b_k_stride = b_nk ? 1 : n;
+    g.b_n_stride = b_nk ? k : 1;
+    g.bias_group_stride = n;
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    return tile_grouped_matmul_explain(&g, 90, d);
+}
 
 static void test_good_table(void **state) {
     (void)state;
     write_table("sm_90\tsoftmax\tbf16\t8x8\t" PLANTED "\t1.0\t-\t0\n"
                 "# a comment line\n"
-                "sm_90\tsoftmax\tbf16\t64x32\t" PLANTED "\t1.0\t-\t0\n");
+                "sm_90\tsoftmax\tbf16\t64x32\t" PLANTED "\t1.0\t-\t0\n"
+                "sm_90\tattention\tbf16\t4096x64\t" PLANTED_ATTENTION "\t1.0\t-\t0\n"
+                "sm_90\tgrouped_matmul\tbf16\t256x4096\t" PLANTED_GMM "\t1.0\t-\t0\n");
     tile_decision d;
     /* exact bucket: tuned, from the file */
     assert_int_equal(explain(8, 8, &d), TILE_STATUS_SUCCESS);
@@ -71,6 +119,50 @@ static void test_good_table(void **state) {
     assert_int_equal(tile_softmax_explain(TILE_DTYPE_BF16, 8, 8, 8, 8, 256, 80, &d),
                      TILE_STATUS_SUCCESS);
     assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
+}
+
+/* Entries of attention and grouped matmul (fusedops tune --op attention|grouped_matmul) load
+ * and decide explain's calls (so the calls') as softmax's do, keyed by dispatch's problem. The
+ * cases hold whatever the compiled table has for these ops (a grid of query rows 2^10 to 2^20
+ * at heads of 64 and 128, group rows 2^4 to 2^12 at n 2^9 to 2^13): the file wins its own
+ * bucket, and the other buckets asked about are ones no compiled entry is nearer to. */
+static void test_good_table_compute_ops(void **state) {
+    (void)state;
+    write_table("sm_90\tattention\tbf16\t4096x64\t" PLANTED_ATTENTION "\t1.0\t-\t0\n"
+                "sm_90\tattention\tbf16\t4096x32\t" PLANTED_ATTENTION "\t1.0\t-\t0\n"
+                "sm_90\tgrouped_matmul\tbf16\t256x4096\t" PLANTED_GMM "\t1.0\t-\t0\n");
+    tile_decision d;
+    /* attention: 1 x 8 heads x 512 queries = 4096 rows, head_dim 64: the exact bucket */
+    assert_int_equal(explain_attention(1, 8, 512, 64, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_ATTENTION);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 4096x64"));
+    /* any split of the rows: 2 x 4 x 500 = 4000 rows, head_dim 56, is the same bucket */
+    assert_int_equal(explain_attention(2, 4, 500, 56, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_string_equal(variant_name(d.variant), PLANTED_ATTENTION);
+    /* 8192 rows of heads of 32: one rows-bucket from the 4096x32 entry */
+    assert_int_equal(explain_attention(2, 8, 512, 32, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_NEAREST);
+    assert_string_equal(variant_name(d.variant), PLANTED_ATTENTION);
+    assert_non_null(strstr(d.reason, "bucket 4096x32"));
+    /* 2^26 rows: too far from any entry, the heuristic (which never pads heads of 64 to 256) */
+    assert_int_equal(explain_attention(64, 64, 16384, 64, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
+    assert_string_not_equal(variant_name(d.variant), PLANTED_ATTENTION);
+    /* grouped matmul: 8 groups over 2048 rows (256 a group on average), n 4096 */
+    assert_int_equal(explain_grouped(8, 2048, 1024, 4096, 0, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_GMM);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 256x4096"));
+    /* 300 rows a group, n 3000, B [g, n, k]: the same bucket (the layout is not in the key) */
+    assert_int_equal(explain_grouped(10, 3000, 512, 3000, 1, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_string_equal(variant_name(d.variant), PLANTED_GMM);
+    /* one group of 2^20 rows: too far, the heuristic's warp-specialized pick */
+    assert_int_equal(explain_grouped(1, 1 << 20, 1024, 4096, 0, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_HEURISTIC);
+    assert_string_not_equal(variant_name(d.variant), PLANTED_GMM);
 }
 
 static void expect_failure(const char *needle) {
@@ -114,18 +206,20 @@ static void test_missing_file(void **state) {
 int main(int argc, char **argv) {
     mode = argc > 1 ? argv[1] : "good";
     const struct CMUnitTest good[] = {cmocka_unit_test(test_good_table)};
+    const struct CMUnitTest compute[] = {cmocka_unit_test(test_good_table_compute_ops)};
     const struct CMUnitTest malformed[] = {cmocka_unit_test(test_malformed_table)};
     const struct CMUnitTest unknown[] = {cmocka_unit_test(test_unknown_variant)};
     const struct CMUnitTest dtype[] = {cmocka_unit_test(test_wrong_dtype)};
     const struct CMUnitTest missing[] = {cmocka_unit_test(test_missing_file)};
     int rc;
     if (!strcmp(mode, "good")) rc = cmocka_run_group_tests(good, NULL, NULL);
+    else if (!strcmp(mode, "compute")) rc = cmocka_run_group_tests(compute, NULL, NULL);
     else if (!strcmp(mode, "malformed")) rc = cmocka_run_group_tests(malformed, NULL, NULL);
     else if (!strcmp(mode, "unknown")) rc = cmocka_run_group_tests(unknown, NULL, NULL);
     else if (!strcmp(mode, "dtype")) rc = cmocka_run_group_tests(dtype, NULL, NULL);
     else if (!strcmp(mode, "missing")) rc = cmocka_run_group_tests(missing, NULL, NULL);
     else {
-        fprintf(stderr, "usage: test_tuning_file good|malformed|unknown|dtype|missing\n");
+        fprintf(stderr, "usage: test_tuning_file good|compute|malformed|unknown|dtype|missing\n");
         return 2;
     }
     if (path[0]) unlink(path);
