@@ -87,16 +87,16 @@ elif [[ $1 == san2 ]]; then
     echo "racecheck $2 $3 rc=$? $(grep -E 'RACECHECK SUMMARY|cases,|passed,|checks' "$OUT/race_$1.log" | tail -2 | tr '\n' ' ')" >"$OUT/race_$1.sum"
   }
   i=0
-  for f in f32_r1_ f16_r1_ bf16_r1_ _r4_ _r8_ _r16_ _loop_ _pipe_ _c2_ _c4_ _c8_; do run_race n$((i++)) test_norm_gpu $f & done
+  for f in f32_r1_ f16_r1_ bf16_r1_ _r4_ _r8_ _r16_ _loop_ _pipe_ _c2_ _c4_ _c8_; do i=$((i + 1)); run_race n$i test_norm_gpu $f & done
   for d in f32 f16 bf16; do
     v=$([[ $d == f32 ]] && echo 4 || echo 8)
     for f in ${d}_staged ${d}_n8192_w16_v${v}_c8 ${d}_n16384_w32_v${v}_c8 ${d}_loop_n4096_w16_v${v}_c8; do
-      run_race s$((i++)) test_softmax_gpu $f &
+      i=$((i + 1)); run_race s$i test_softmax_gpu $f &
     done
   done
-  run_race a$((i++)) test_attention_gpu bf16_d128_m64_n128_w4_s2_wgmma &
-  run_race a$((i++)) test_attention_gpu f16_d64_m64_n128_w4_s2_wgmma &
-  run_race t$((i++)) test_stress_gpu "" &
+  run_race a1 test_attention_gpu bf16_d128_m64_n128_w4_s2_wgmma &
+  run_race a2 test_attention_gpu f16_d64_m64_n128_w4_s2_wgmma &
+  run_race t1 test_stress_gpu "" &
   wait
   cat "$OUT"/race_*.sum | tee -a "$S"
   (cd "$OUT" && rm -f race_*.sum && for f in race_*.log; do tail -c 6000 "$f" >"$f.tail" && mv "$f.tail" "$f"; done &&
