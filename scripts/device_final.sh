@@ -72,6 +72,19 @@ elif [[ $1 == san ]]; then
   rm -f "$OUT"/san_*.sum
   (cd "$OUT" && for f in san_*.log; do tail -c 20000 "$f" >"$f.tail" && mv "$f.tail" "$f"; done &&
     tar czf san_logs.tgz san_*.log && rm -f san_*.log) # (few files come back from a call)
+elif [[ $1 == tests ]]; then
+  # Every GPU test and example, then the torch ops: the last check of a session's build.
+  for t in .device/tests/test_*gpu* .device/bin/example_*; do
+    timeout ${TEST_TIMEOUT:-200} "$t" >"$OUT/tests.log.tmp" 2>&1
+    echo "$(basename "$t") rc=$? $(tail -1 "$OUT/tests.log.tmp")" | tee -a "$S"
+    grep -E "FAIL|not ok" "$OUT/tests.log.tmp" | head -5 | tee -a "$S"
+    cat "$OUT/tests.log.tmp" >>"$OUT/tests.log"
+  done
+  rm -f "$OUT/tests.log.tmp"
+  FUSEDOPS_LIBRARY=$PWD/.device/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 200 \
+    python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$OUT/pytest.log" 2>&1
+  echo "torch ops test rc=$? $(grep -E '^(Ran|OK|FAILED)' "$OUT/pytest.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E "^(FAIL|ERROR):|per call" "$OUT/pytest.log" | head -8 | tee -a "$S"
 elif [[ $1 == san2 ]]; then
   # The torch ops (per-call overhead included), then racecheck by variant family where a whole
   # test takes longer than a call: the norm test, softmax's 8-program clusters and staged
