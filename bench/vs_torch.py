@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """libfusedops softmax, norms and flash attention beside their peers, on one GPU, in one run.
 
-Ops (--ops, default all but log_softmax and attention):
+Ops (--ops, default all but log_softmax, attention and grouped_matmul):
   softmax, log_softmax    y = softmax(x) over rows
   layernorm               y = LayerNorm(x) * weight + bias                  (eps 1e-5)
   rmsnorm                 y = RMSNorm(x) * weight                           (eps 1e-5)

@@ -384,7 +384,8 @@ TILE_API tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args,
  * of 2^31 or more; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda, ldc, the B
  * strides other than the unit one and bias_group_stride are multiples of 8 elements (the
  * message names the least aligned argument), or offsets is not 4-byte aligned; otherwise as
- * tile_softmax.
+ * tile_softmax. On sm_90 a call the Hopper tensor-map variants cannot take (total_m above
+ * 2^31 - 1, a layout the driver cannot encode as a tensor map) runs on an mma.sync variant.
  */
 TILE_API tile_status tile_grouped_matmul(const tile_grouped_matmul_args *args,
                                          tile_stream stream);

@@ -136,8 +136,6 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
     }
 }
 
-/* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows
- * is the average group's rows and p->cols the columns of C. */
 int64_t tile_variant_param(const tile_variant *v, const char *key) {
     const size_t len = strlen(key);
     for (const char *p = v->params; p && *p;) {
@@ -152,6 +150,8 @@ int64_t tile_variant_param(const tile_variant *v, const char *key) {
     return 0;
 }
 
+/* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows
+ * is the average group's rows and p->cols the columns of C. */
 static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) {
     double cost = 1.0;
     /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync, as for attention.

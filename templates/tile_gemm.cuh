@@ -67,8 +67,8 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     // of 128 bytes; N-major: 64-column blocks of 64 rows, 128 bytes a column-row)
     __device__ static uint32_t a_offset() { return BM == 128 ? consumer_wg() * 64 * 128 : 0; }
     __device__ static uint32_t b_offset() { return warp_col0() * 128; }
-    static_assert((BM == 128 || BM == 64) && STAGES >= 2 && WG_COLS % 64 == 0 && WG_COLS <= 256,
-                  "64-row warpgroups, wgmma N of 64..256");
+    static_assert((BM == 128 || BM == 64) && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
+                  "64-row warpgroups, wgmma N of 128 or 256 (the epilogue stages 128 columns a pass)");
 };
 
 // ------------------------------------------------------------------------------ scheduler
