@@ -1149,23 +1149,32 @@ def fmt_ratio(v):
     return f"{v:.2f}x" if v else "n/a"
 
 
-def attention_table(results):
-    keys = ["sdpa_" + b.lower().replace("_attention", "") for b in SDPA_BACKENDS]
-    head = (f"{'shape':<22}{'mask':<7}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
-            + "".join(f"{k[5:] + ' TF/s':>16}" for k in keys)
-            + f"{'vs best':>9}{'vs flash':>9}  variant")
+def tflops_table(results, label, peers, width, ratios):
+    """The TFLOP/s table of the compute ops: shape, `label` (header, width, result -> text),
+    dtype, ours, each peer (result key, header text) in columns of `width`, the `ratios`
+    (header, result key) and the variant."""
+    head = (f"{'shape':<22}{label[0]:<{label[1]}}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
+            + "".join(f"{name + ' TF/s':>{width}}" for _, name in peers)
+            + "".join(f"{h:>9}" for h, _ in ratios) + "  variant")
     lines = [head, "-" * len(head)]
     for r in results:
         p = r["providers"]
         o = p.get("ours", {})
         ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
         mark = "!" if o.get("ok") is False else ""
-        lines.append(f"{r['shape']:<22}{'causal' if r['causal'] else 'full':<7}{r['dtype']:<6}"
-                     f"{ms:>9}{fmt_tflops(o) + mark:>9}"
-                     + "".join(f"{fmt_tflops(p.get(k)):>16}" for k in keys)
-                     + f"{fmt_ratio(r['speedup_vs_best_sdpa']):>9}"
-                     + f"{fmt_ratio(r['speedup_vs_flash']):>9}  " + str(r.get("variant", "?")))
+        lines.append(f"{r['shape']:<22}{label[2](r):<{label[1]}}{r['dtype']:<6}{ms:>9}"
+                     f"{fmt_tflops(o) + mark:>9}"
+                     + "".join(f"{fmt_tflops(p.get(k)):>{width}}" for k, _ in peers)
+                     + "".join(f"{fmt_ratio(r[k]):>9}" for _, k in ratios)
+                     + "  " + str(r.get("variant", "?")))
     return "\n".join(lines)
+
+
+def attention_table(results):
+    keys = ["sdpa_" + b.lower().replace("_attention", "") for b in SDPA_BACKENDS]
+    return tflops_table(results, ("mask", 7, lambda r: "causal" if r["causal"] else "full"),
+                        [(k, k[5:]) for k in keys], 16,
+                        [("vs best", "speedup_vs_best_sdpa"), ("vs flash", "speedup_vs_flash")])
 
 
 # ----------------------------------------------------------------------------- grouped matmul
@@ -1420,21 +1429,8 @@ def run_gmm_case(lib, timer, l2_bytes, case):
 
 
 def gmm_table(results):
-    head = (f"{'shape':<22}{'B':<4}{'dtype':<6}{'ours ms':>9}{'TFLOP/s':>9}"
-            + "".join(f"{k + ' TF/s':>17}" for k in GMM_PEERS)
-            + f"{'vs best':>9}{'vs dense':>9}  variant")
-    lines = [head, "-" * len(head)]
-    for r in results:
-        p = r["providers"]
-        o = p.get("ours", {})
-        ms = f"{o['ms']:.3f}" if o.get("ms") is not None else "n/a"
-        mark = "!" if o.get("ok") is False else ""
-        lines.append(f"{r['shape']:<22}{r['b_layout']:<4}{r['dtype']:<6}{ms:>9}"
-                     f"{fmt_tflops(o) + mark:>9}"
-                     + "".join(f"{fmt_tflops(p.get(k)):>17}" for k in GMM_PEERS)
-                     + f"{fmt_ratio(r['speedup_vs_best']):>9}"
-                     + f"{fmt_ratio(r['speedup_vs_dense']):>9}  " + str(r.get("variant", "?")))
-    return "\n".join(lines)
+    return tflops_table(results, ("B", 4, lambda r: r["b_layout"]), [(k, k) for k in GMM_PEERS],
+                        17, [("vs best", "speedup_vs_best"), ("vs dense", "speedup_vs_dense")])
 
 
 # ----------------------------------------------------------------------------- output

@@ -279,21 +279,28 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     }
 
     double best_cost = 0;
-    for (int32_t i = 0; i < tile_registry_count; i++) {
-        const tile_variant *v = &tile_registry[i];
-        if (!tile_variant_eligible(v, p, NULL)) continue;
-        double cost = tile_heuristic_cost(v, p);
-        if (decision->variant < 0 || cost < best_cost) {
-            best_cost = cost;
-            decision->variant = i;
-        }
-    }
+    decision->variant = tile_cheapest_variant(p, NULL, &best_cost);
     decision->rule = TILE_RULE_HEURISTIC;
     snprintf(decision->reason, sizeof decision->reason,
              "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated cost "
              "%.2f among %d eligible",
              p->arch, 1LL << rows_log2, 1LL << cols_log2, best_cost, eligible);
     return TILE_STATUS_SUCCESS;
+}
+
+int32_t tile_cheapest_variant(const tile_problem *p, int (*skip)(int32_t variant), double *cost) {
+    int32_t best = -1;
+    double best_cost = 0;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        if ((skip && skip(i)) || !tile_variant_eligible(&tile_registry[i], p, NULL)) continue;
+        const double c = tile_heuristic_cost(&tile_registry[i], p);
+        if (best < 0 || c < best_cost) {
+            best = i;
+            best_cost = c;
+        }
+    }
+    if (cost) *cost = best_cost;
+    return best;
 }
 
 /* A launch's decision depends only on these; a small per-thread cache keeps repeated calls

@@ -170,26 +170,6 @@ static int is_tma(int32_t variant) {
     return tile_variant_param(&tile_registry[variant], "WARPGROUPS") == 3;
 }
 
-/* The eligible variant without tensor maps of lowest heuristic cost for p, or -1. */
-static int32_t cheapest_without_tma(tile_problem *p, const tile_device *device) {
-    p->arch = device->arch;
-    p->sm_count = device->sm_count;
-    p->smem_limit = device->smem_limit;
-    int32_t best = -1;
-    double best_cost = 0;
-    for (int32_t i = 0; i < tile_registry_count; i++) {
-        const tile_variant *v = &tile_registry[i];
-        if (strcmp(v->op, p->op) || v->dtype != p->dtype || is_tma(i) || !tile_variant_eligible(v, p, NULL))
-            continue;
-        const double cost = tile_heuristic_cost(v, p);
-        if (best < 0 || cost < best_cost) {
-            best = i;
-            best_cost = cost;
-        }
-    }
-    return best;
-}
-
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_grouped_matmul_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
@@ -245,7 +225,7 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     if (s == TILE_STATUS_NOT_SUPPORTED && !forced && is_tma(variant)) {
         /* No tensor map for this call (rows past 2^31 - 1, a layout the driver refuses): the
          * cheapest eligible variant that copies without one runs it instead. */
-        const int32_t other = cheapest_without_tma(&p, device);
+        const int32_t other = tile_cheapest_variant(&p, is_tma, NULL);
         if (other >= 0) {
             tile_begin_call();
             return launch(fn, device, other, &a, stream);

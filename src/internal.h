@@ -61,6 +61,10 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
  * dispatch compares where no tuned entry applies. */
 double tile_heuristic_cost(const tile_variant *v, const tile_problem *p);
 
+/* The eligible variant of lowest heuristic cost for p (the first of equals), leaving out those
+ * `skip` names (NULL: none), with its cost in *cost (if not NULL); -1 when none is eligible. */
+int32_t tile_cheapest_variant(const tile_problem *p, int (*skip)(int32_t variant), double *cost);
+
 /* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
  * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);

@@ -273,7 +273,7 @@ m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::
 # each tile streams K through STAGES shared-memory buffers. The grid point gives BLOCK_M,
 # BLOCK_N and STAGES, and either BLOCK_K, WARPS_M and WARPS_N (mma.sync warp tiles) or
 # WARPGROUPS (3: wgmma, K steps of 64, a producer warpgroup copying by tensor map for two
-# consumer warpgroups: 64 rows each of a 128-row tile, half the columns each of a 64-row one).
+# consumer warpgroups of 64 rows each of a 128-row tile).
 # TILE_GEMM_LAYOUT(L): L is the tiling of this grid point.
 m4_define(<|TILE_GEMM_LAYOUT|>, <|TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|STAGES|>)m4_dnl
 using $1 = m4_ifdef(<|WARPGROUPS|>, <|tile::gemm::ws_layout<BLOCK_M, BLOCK_N, STAGES>|>, <|tile::gemm::mma_layout<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>|>); m4_dnl

@@ -43,15 +43,14 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> st
 
 // Warp-specialized wgmma: warpgroup 0 produces (one thread issues the tensor-memory-accelerator
 // copies of each k-tile, STAGES ahead, as consumers hand stages back through mbarriers);
-// warpgroups 1 and 2 consume: of a 128 x BN tile, 64 rows each; of a 64 x BN tile (short
-// groups), the 64 rows and half the columns each. The epilogue of one tile overlaps the
-// copies of the next.
+// warpgroups 1 and 2 consume, 64 rows each of the 128 x BN tile. The epilogue of one tile
+// overlaps the copies of the next.
 template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
     static constexpr int WARPS = 12, THREADS = 384, PROGRAM_THREADS = THREADS;
     static constexpr int CONSUMER_WARPS = 8;
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; // 128 * 40 + 256 * 232 <= 64K
-    static constexpr int WG_COLS = BM == 128 ? BN : BN / 2;       // a consumer's columns
+    static constexpr int WG_COLS = BN;                            // a consumer's columns
     static constexpr int MF = 1, NT = WG_COLS / 8;
     static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
@@ -61,13 +60,11 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
     static constexpr bool WGMMA = true;
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
-    __device__ static int warp_row0() { return (BM == 128 ? threadIdx.x / 32 - 4 : threadIdx.x / 32 % 4) * 16; }
-    __device__ static int warp_col0() { return BM == 128 ? 0 : consumer_wg() * WG_COLS; }
-    // byte offsets of the consumer's rows of an A stage and columns of a B stage (K-major: rows
-    // of 128 bytes; N-major: 64-column blocks of 64 rows, 128 bytes a column-row)
-    __device__ static uint32_t a_offset() { return BM == 128 ? consumer_wg() * 64 * 128 : 0; }
-    __device__ static uint32_t b_offset() { return warp_col0() * 128; }
-    static_assert((BM == 128 || BM == 64) && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
+    __device__ static int warp_row0() { return (threadIdx.x / 32 - 4) * 16; }
+    __device__ static int warp_col0() { return 0; }
+    // byte offset of the consumer's 64 rows in an A stage (rows of 128 bytes)
+    __device__ static uint32_t a_offset() { return consumer_wg() * 64 * 128; }
+    static_assert(BM == 128 && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
                   "64-row warpgroups, wgmma N of 128 or 256 (the epilogue stages 128 columns a pass)");
 };
 
@@ -151,11 +148,7 @@ __device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_ker
 template <typename L>
 __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
                                                tile_pos &pos) {
-#ifdef TILE_GEMM_PROBE_BAND // (a probe's knob; the library builds with 8)
-    constexpr int64_t BAND = TILE_GEMM_PROBE_BAND;
-#else
     constexpr int64_t BAND = 8;
-#endif
     if (!scheduler_seek<L>(s, a)) return false;
     const int64_t local = s.next - s.base;
     const int64_t m_tiles = s.tiles / s.n_tiles;
@@ -282,7 +275,7 @@ template <typename L, typename T, bool B_KMAJOR>
 __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage) {
 #if TILE_HAS_WGMMA
     const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + L::a_offset();
-    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage)) + L::b_offset();
+    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage));
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::BK / 16; kk++) {
@@ -438,7 +431,7 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
     unsigned char *stage = t.staging(wg);
     const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
-    const int64_t row0 = pos.row0 + (L::BM == 128 ? wg * 64 : 0);
+    const int64_t row0 = pos.row0 + wg * 64;
 #pragma unroll
     for (int pass = 0; pass < L::WG_COLS / 128; pass++) {
         const int32_t col0 = pos.col0 + L::warp_col0() + pass * 128;
@@ -484,9 +477,6 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
 template <typename L, typename T>
 __device__ __forceinline__ void store_tile(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                            const accumulator<L> &c, const smem_tiles<L, T> &t) {
-#ifdef TILE_GEMM_PROBE_NOSTORE // (a probe's knob: times the products without the epilogue)
-    if (c.d[0][0][0] != 12345.0f) return;
-#endif
     if constexpr (L::WGMMA) store_tile_staged<L, T>(a, pos, c, t);
     else store_tile_direct<L, T>(a, pos, c);
 }
