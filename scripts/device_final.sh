@@ -101,6 +101,25 @@ elif [[ $1 == san2 ]]; then
   sanitize stress racecheck test_stress_gpu &
   wait
   sanitize_report
+elif [[ $1 == attn ]]; then
+  # Attention: the warp-specialized variants' cases first (short timeout: a hang shows fast),
+  # then the whole attention and grouped matmul tests (shared rings), then the issue's shapes
+  # beside SDPA, forced onto each warp-specialized variant and as dispatched.
+  FUSEDOPS_TEST_VARIANT=_ws_ TEST_TIMEOUT=60 run_test .device/tests/test_attention_gpu
+  if [[ -z ${ATTN_QUICK:-} ]]; then
+    for t in test_attention_gpu test_grouped_matmul_gpu; do run_test .device/tests/$t; done
+  fi
+  for v in ${ATTN_VARIANTS:-attention_bf16_d128_m128_n128_s2_ws_sm90 attention_bf16_d64_m128_n128_s2_ws_sm90}; do
+    PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --variant $v --lib .device/lib/libfusedops.so \
+      --json "$OUT/vs_torch_$v.json" --out /tmp/vs_plots >"$OUT/vs_torch_$v.log" 2>&1
+    echo "vs_torch $v rc=$?" | tee -a "$S"
+    sed -n '/^attention: TFLOP/,$p' "$OUT/vs_torch_$v.log" | cut -c1-150 >>"$S"
+  done
+  if [[ -z ${ATTN_QUICK:-} ]]; then
+    PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --lib .device/lib/libfusedops.so \
+      --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
+    echo "vs_torch attention rc=$?" | tee -a "$S"
+  fi
 elif [[ $1 == gmm ]]; then
   # Grouped matmul: its GPU test (every variant, both paths), the attention and stress tests
   # (shared matrix machinery), the torch op, the issue's shapes beside torch's peers.

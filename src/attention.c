@@ -137,7 +137,58 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     return (tile_problem){attention_op, a->dtype, rows, a->head_dim, align, 0, 0, 0, 0};
 }
 
-static tile_status launch(const tile_device *device, int32_t variant,
+/* A stride for an axis of one position, whose stride the caller may leave at anything: one
+ * past the tensor's other axes, which a tensor map takes (16-byte multiple, no overlap). */
+static int64_t lone_axis_stride(int64_t stride, int64_t count, const int64_t *strides,
+                                const int64_t *counts, int axes) {
+    if (count > 1) return stride;
+    int64_t end = 8;
+    for (int i = 0; i < axes; i++)
+        if (counts[i] > 1 && strides[i] * counts[i] > end) end = strides[i] * counts[i];
+    return (end + 7) / 8 * 8;
+}
+
+/* The 4-dim tensor map (head_dim, seq, heads, batch; innermost first) of one of q, k, v, in
+ * boxes of 64 columns x `rows` positions, for the warp-specialized variants. */
+static tile_status encode_attention_map(const char *fn, const char *what, CUtensorMap *map,
+                                        tile_dtype dtype, const void *base, int32_t head_dim,
+                                        int64_t seq, int64_t heads, int64_t batch,
+                                        int64_t seq_stride, int64_t head_stride,
+                                        int64_t batch_stride, int64_t rows) {
+    const int64_t counts[3] = {seq, heads, batch}, given[3] = {seq_stride, head_stride, batch_stride};
+    int64_t strides[3];
+    for (int i = 0; i < 3; i++)
+        strides[i] = lone_axis_stride(given[i], counts[i], given, counts, 3);
+    const int64_t dims[4] = {head_dim, seq, heads, batch};
+    const uint32_t box[4] = {64, (uint32_t)rows, 1, 1};
+    return tile_encode_tensor_map(fn, what, map, dtype, base, 4, dims, strides, box);
+}
+
+/* The tensor maps of Q (boxes of BLOCK_M rows), K and V (BLOCK_N rows) for a warp-specialized
+ * variant; fixed-length batches only (a box cannot stop at a varlen sequence's end). */
+static tile_status encode_maps(const char *fn, const tile_variant *v,
+                               const tile_flash_attention_args *a, tile_attention_kernel_args *k) {
+    if (a->cu_seqlens_q)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: variant %s copies by tensor maps, which cannot stop at a sequence's "
+                         "end: varlen calls (cu_seqlens_q) run on the other variants",
+                         fn, v->name);
+    const int64_t block_n = tile_variant_param(v, "BLOCK_N");
+    tile_status s = encode_attention_map(fn, "q", &k->q_map, a->dtype, a->q, a->head_dim,
+                                         a->seqlen_q, a->heads_q, a->batch, a->q_seq_stride,
+                                         a->q_head_stride, a->q_batch_stride, v->rows_per_program);
+    if (s == TILE_STATUS_SUCCESS)
+        s = encode_attention_map(fn, "k", &k->k_map, a->dtype, a->k, a->head_dim, a->seqlen_k,
+                                 a->heads_kv, a->batch, a->k_seq_stride, a->k_head_stride,
+                                 a->k_batch_stride, block_n);
+    if (s == TILE_STATUS_SUCCESS)
+        s = encode_attention_map(fn, "v", &k->v_map, a->dtype, a->v, a->head_dim, a->seqlen_k,
+                                 a->heads_kv, a->batch, a->v_seq_stride, a->v_head_stride,
+                                 a->v_batch_stride, block_n);
+    return s;
+}
+
+static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_flash_attention_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
     if (a->seqlen_q == 0) return TILE_STATUS_SUCCESS; /* varlen, every sequence empty */
@@ -186,6 +237,10 @@ static tile_status launch(const tile_device *device, int32_t variant,
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
     };
+    if (tile_variant_uses_tensor_maps(variant)) {
+        const tile_status s = encode_maps(fn, v, a, &k);
+        if (s != TILE_STATUS_SUCCESS) return s;
+    }
     void *args[] = {&k};
     return tile_launch(device, variant, m_blocks * a->heads_q * a->batch, stream, args);
 }
@@ -201,7 +256,17 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     tile_problem p = problem_of(&a, al.bytes);
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
-    return launch(device, variant, &a, stream);
+    s = launch(fn, device, variant, &a, stream);
+    if (s == TILE_STATUS_NOT_SUPPORTED && !forced && tile_variant_uses_tensor_maps(variant)) {
+        /* A varlen call, or a layout no tensor map describes: the cheapest eligible variant
+         * that copies without one runs it instead. */
+        const int32_t other = tile_cheapest_variant(&p, tile_variant_uses_tensor_maps, NULL);
+        if (other >= 0) {
+            tile_begin_call();
+            return launch(fn, device, other, &a, stream);
+        }
+    }
+    return s;
 }
 
 tile_status tile_flash_attention(const tile_flash_attention_args *args, tile_stream stream) {

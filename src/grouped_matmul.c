@@ -120,31 +120,6 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
                           0, 0, 0, 0};
 }
 
-/* Encodes a 128-byte-swizzled tensor map of `rank` dims (innermost first; strides in elements,
- * for dims 1..rank-1) over `base`, in boxes of `box`, for the warp-specialized variants' copies. */
-static tile_status encode_map(const char *fn, const char *what, CUtensorMap *map, tile_dtype dtype,
-                              const void *base, int rank, const int64_t *dims,
-                              const int64_t *strides, const uint32_t *box) {
-    cuuint64_t dim[3], stride[2];
-    cuuint32_t boxes[3], unit[3] = {1, 1, 1};
-    for (int i = 0; i < rank; i++) {
-        dim[i] = (cuuint64_t)dims[i];
-        boxes[i] = box[i];
-        if (i) stride[i - 1] = (cuuint64_t)strides[i - 1] * tile_dtype_size(dtype);
-    }
-    const CUresult r = tile_driver_get(NULL)->cuTensorMapEncodeTiled(
-        map, dtype == TILE_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        (cuuint32_t)rank, (void *)(uintptr_t)base, dim, stride, boxes, unit,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: the tensor map of %s cannot describe this layout (%s); a variant "
-                         "without tensor maps (tile_grouped_matmul_variant) can run it",
-                         fn, what, tile_driver_error_name(r));
-    return TILE_STATUS_SUCCESS;
-}
-
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
  * boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k. */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
@@ -155,19 +130,14 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
                          fn, (long long)a->total_m);
     const int64_t a_dims[2] = {a->k, a->total_m}, a_strides[1] = {a->lda};
     const uint32_t a_box[2] = {64, (uint32_t)block_m};
-    tile_status s = encode_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
+    tile_status s = tile_encode_tensor_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
     if (s != TILE_STATUS_SUCCESS) return s;
     const int64_t inner = kmajor ? a->k : a->n, outer = kmajor ? a->n : a->k;
     /* One group: any stride past the matrix (the map's dims must not overlap). */
     const int64_t group = a->groups > 1 ? a->b_group_stride : (outer * k->b_ld + 7) / 8 * 8;
     const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {k->b_ld, group};
     const uint32_t b_box[3] = {64, kmajor ? (uint32_t)block_n : 64, 1};
-    return encode_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
-}
-
-/* Whether variant copies by tensor maps (the warp-specialized family). */
-static int is_tma(int32_t variant) {
-    return tile_variant_param(&tile_registry[variant], "WARPGROUPS") == 3;
+    return tile_encode_tensor_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
@@ -196,7 +166,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .groups = a->groups,
         .b_kmajor = kmajor,
     };
-    if (is_tma(variant)) {
+    if (tile_variant_uses_tensor_maps(variant)) {
         tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
     }
@@ -222,10 +192,10 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
     s = launch(fn, device, variant, &a, stream);
-    if (s == TILE_STATUS_NOT_SUPPORTED && !forced && is_tma(variant)) {
+    if (s == TILE_STATUS_NOT_SUPPORTED && !forced && tile_variant_uses_tensor_maps(variant)) {
         /* No tensor map for this call (rows past 2^31 - 1, a layout the driver refuses): the
          * cheapest eligible variant that copies without one runs it instead. */
-        const int32_t other = tile_cheapest_variant(&p, is_tma, NULL);
+        const int32_t other = tile_cheapest_variant(&p, tile_variant_uses_tensor_maps, NULL);
         if (other >= 0) {
             tile_begin_call();
             return launch(fn, device, other, &a, stream);

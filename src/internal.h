@@ -65,6 +65,17 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p);
  * `skip` names (NULL: none), with its cost in *cost (if not NULL); -1 when none is eligible. */
 int32_t tile_cheapest_variant(const tile_problem *p, int (*skip)(int32_t variant), double *cost);
 
+/* Whether variant copies through tensor maps (the warp-specialized families: WARPGROUPS=3). */
+int tile_variant_uses_tensor_maps(int32_t variant);
+
+/* Encodes a 128-byte-swizzled tensor map of `rank` (1..5) dims over `base` (innermost first;
+ * strides in elements for dims 1..rank-1), in boxes of `box`, for a warp-specialized variant's
+ * copies. NOT_SUPPORTED, naming `what`, when the driver refuses the layout. */
+tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap *map,
+                                   tile_dtype dtype, const void *base, int rank,
+                                   const int64_t *dims, const int64_t *strides,
+                                   const uint32_t *box);
+
 /* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
  * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);

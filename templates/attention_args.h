@@ -4,9 +4,14 @@
 #ifndef FUSEDOPS_ATTENTION_ARGS_H
 #define FUSEDOPS_ATTENTION_ARGS_H
 
+#include <cuda.h> /* CUtensorMap */
 #include <stdint.h>
 
 typedef struct tile_attention_kernel_args {
+    /* Tensor maps of the warp-specialized variants (copies by the tensor memory accelerator),
+     * encoded per call by the host over (head_dim, seq, heads, batch), 128-byte swizzled in
+     * boxes of 64 columns x BLOCK_M (q) or BLOCK_N (k, v) positions; unused (zero) otherwise. */
+    CUtensorMap q_map, k_map, v_map;
     void *o;
     const void *q, *k, *v;
     float *lse;                  /* log-sum-exp per (head, query), or NULL */

@@ -267,6 +267,40 @@ m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DE
 float $1[$2::MF][2]; tile::attn::online_softmax_deferred($3, $4, $5, $1)|>)
 m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::rescale($1, $2)|>)
 
+# Hopper, warp-specialized (WARPGROUPS 3): a producer warpgroup copies by tensor map (the host
+# encodes a.q_map, a.k_map, a.v_map per call) into rings of stages; two consumer warpgroups of
+# 64 query rows run the products above. TILE_ATTENTION_WS_LAYOUT(L): L is this tiling (128
+# query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from TILE_WG_TILES.
+m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2)>; m4_dnl
+static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
+static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
+# TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
+# a full and an empty barrier per stage (collective, once). TILE_WS_PRODUCER(L): whether this
+# thread is in the producer warpgroup; TILE_WS_PRODUCER_THREAD(L): the one that issues copies.
+m4_define(<|TILE_WS_RINGS|>, <|auto $1 = tile::attn::ws_rings_start<$2>()|>)
+m4_define(<|TILE_WS_PRODUCER|>, <|tile::attn::ws_is_producer<$1>()|>)
+m4_define(<|TILE_WS_PRODUCER_THREAD|>, <|tile::attn::ws_is_producer_thread<$1>()|>)
+# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once).
+# TILE_WS_LOAD_KV(rings, tiles, a, blk, n): wait for a free K stage and a free V stage, copy key
+# and value tile n into them (zeros past the sequence and past head_dim).
+m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::attn::ws_load_q($1, $2, $3, $4)|>)
+m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::attn::ws_load_kv($1, $2, $3, $4, $5)|>)
+# TILE_WS_WAIT_Q(rings): the consumers wait for the query block.
+# TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
+# TILE_WS_PV_START(pv, L, acc, p, rings, tiles): wait for the next value tile, start acc's
+# output += p V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
+# hand the oldest K / V stage back once the products reading it are done.
+m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
+m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
+m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$6|>, 6)m4_dnl
+tile::attn::p_operand<$2> $1; tile::attn::ws_pv_start<$2>($1, $3, $4, $5, $6)|>)
+m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
+m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)
+# TILE_WS_STORE(a, blk, acc, L, tiles): TILE_ATTENTION_STORE for one consumer warpgroup's rows,
+# staged in its own rows of tiles.q (only its 128 threads synchronize).
+m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn::ws_store<$4>($1, $2, $3, $5)|>)
+
 # ---------------------------------------------------------------------------- grouped matmul
 # C_g = A_g B_g over the groups of a grouped (mixture-of-experts) product: persistent programs
 # take C tiles of BLOCK_M x BLOCK_N from a scheduler that reads the group sizes on the device;

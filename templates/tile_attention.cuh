@@ -24,6 +24,7 @@ namespace attn {
 template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_> struct layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
+    static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int WARP_ROWS = WARP_ROWS_;   // query rows a warp owns
     static constexpr int MF = WARP_ROWS / 16;      // its 16-row mma fragments: each key or
                                                    // value fragment read from shared memory
@@ -179,7 +180,7 @@ template <typename L> struct q_frags {
 };
 // First row (within the block) of this warp's fragment f.
 template <typename L> __device__ __forceinline__ int fragment_row(int f) {
-    return threadIdx.x / 32 * L::WARP_ROWS + f * 16;
+    return (int)(threadIdx.x / 32 - L::FIRST_WARP) * L::WARP_ROWS + f * 16;
 }
 
 
@@ -359,14 +360,12 @@ __device__ __forceinline__ void pv(state<L> &st, const scores<L> &P, const T *v_
     }
 }
 
-// O / sum, written through shared memory (the warp's own rows of the Q tile) as 16-byte row
-// chunks; rows past the sequence and columns past head_dim are not written. lse (natural log)
-// per row where asked: -inf for a row that sees no key, whose output is 0.
-template <typename L, typename T>
-__device__ __forceinline__ void store(const tile_attention_kernel_args &a, const block &k,
-                                      state<L> &st, T *q_smem) {
+// The rows' totals: 1 / sum of exp per row into inv (0 for a row that sees no key, whose output
+// is 0), and lse (natural log) per row where asked: -inf for such a row.
+template <typename L>
+__device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a, const block &k,
+                                            const state<L> &st, float (&inv)[L::MF][2]) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
-    float inv[L::MF][2];
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
@@ -383,6 +382,16 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
                       (int64_t)k.h * a.lse_head + k.q_start + row] = lse;
             }
         }
+}
+
+// O / sum, written through shared memory (the warp's own rows of the Q tile) as 16-byte row
+// chunks; rows past the sequence and columns past head_dim are not written; lse per row.
+template <typename L, typename T>
+__device__ __forceinline__ void store(const tile_attention_kernel_args &a, const block &k,
+                                      state<L> &st, T *q_smem) {
+    const int l = lane_id(), g = l >> 2, t = l & 3;
+    float inv[L::MF][2];
+    finish_rows<L>(a, k, st, inv);
     __syncwarp(); // the warp's last reads of its Q rows (Q not in registers) are done
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
@@ -423,6 +432,7 @@ template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
     static constexpr int WARP_ROWS = 16, MF = 1;   // fragments as the mma path sees them
+    static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int CHUNKS = HEAD_DIM / 8, PITCH = HEAD_DIM + 8; // output staging
     static constexpr int N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
     static constexpr int D_BLOCKS = HEAD_DIM / 64;  // 64-column swizzle blocks of a row
@@ -431,6 +441,7 @@ template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int Q_REGION = ((Q_BYTES > STAGING_BYTES ? Q_BYTES : STAGING_BYTES) + 1023) / 1024 * 1024;
     static constexpr int SMEM_BYTES = Q_REGION + 2 * STAGES * KV_BYTES + 1024; // + alignment slack
     static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0, "64-column swizzle blocks, k-steps of 16");
+    __device__ static int consumer_wg() { return threadIdx.x / 128; } // the warpgroup's 64 rows
 };
 
 template <typename L, typename T> struct wg_tiles {
@@ -489,11 +500,11 @@ __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_at
 // Issues S = Q K_n^T for the warpgroup's 64 rows (K-major operands from K stage n % STAGES) as one
 // committed group; S is not to be read before a wait (wg_wait_scores).
 template <typename L, typename T>
-__device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &t, int32_t n) {
+__device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_tile) {
 #if TILE_HAS_WGMMA
-    const int wg = threadIdx.x / 128;
-    const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q) + wg * 64 * 128;
-    const unsigned char *kt = reinterpret_cast<const unsigned char *>(t.k[n % L::STAGES]);
+    const unsigned char *q =
+        reinterpret_cast<const unsigned char *>(q_tile) + L::consumer_wg() * 64 * 128;
+    const unsigned char *kt = reinterpret_cast<const unsigned char *>(k_tile);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
@@ -504,9 +515,13 @@ __device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
-    (void)S, (void)t, (void)n;
+    (void)S, (void)q_tile, (void)k_tile;
     __trap(); // wgmma variants are registered for sm_90 only
 #endif
+}
+template <typename L, typename T>
+__device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &t, int32_t n) {
+    wg_qk<L>(S, t.q, t.k[n % L::STAGES]);
 }
 // Waits for the scores: PENDING later groups (a P V issued after them) may stay in flight.
 template <int PENDING, typename L> __device__ __forceinline__ void wg_wait_scores(scores<L> &S) {
@@ -519,12 +534,12 @@ template <typename L> struct p_operand {
     uint32_t a[L::BLOCK_N / 16][4];
 };
 
-// Issues O += P V_n (P from registers, V N-major from V stage n % STAGES) as one committed group.
+// Issues O += P V (P from registers, V N-major from v_tile) as one committed group.
 template <typename L, typename T>
-__device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
-                                            const wg_tiles<L, T> &t, int32_t n) {
+__device__ __forceinline__ void wg_pv(p_operand<L> &pa, state<L> &st, const scores<L> &P,
+                                      const T *v_tile) {
 #if TILE_HAS_WGMMA
-    const unsigned char *vt = reinterpret_cast<const unsigned char *>(t.v[n % L::STAGES]);
+    const unsigned char *vt = reinterpret_cast<const unsigned char *>(v_tile);
     // every operand register is written before the fence: none changes while products run
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
@@ -544,15 +559,132 @@ __device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, cons
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
-    (void)pa, (void)st, (void)P, (void)t, (void)n;
+    (void)pa, (void)st, (void)P, (void)v_tile;
     __trap();
 #endif
+}
+// The same from V stage n % STAGES.
+template <typename L, typename T>
+__device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
+                                            const wg_tiles<L, T> &t, int32_t n) {
+    wg_pv<L>(pa, st, P, t.v[n % L::STAGES]);
 }
 // Waits for every product in flight (the P V): the output and P's registers are free again.
 template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st, p_operand<L> &pa) {
     wg_wait_groups<0>();
     wg_fence_operands(st.o[0]);
     wg_fence_registers(pa.a);
+}
+
+// ------------------------------------------------------------------------------ warp-specialized
+// Hopper, warp-specialized (FlashAttention-3's split): a producer warpgroup, one thread of which
+// copies Q once and then K and V tiles by tensor map into rings of STAGES stages (mbarriers, no
+// program barrier anywhere in the loop), and two consumer warpgroups of 64 query rows each
+// running the wgmma path above, which hand each stage back once its products completed. The
+// producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
+// then K and V stages, swizzled in 64-column blocks; Q's rows are the output staging at the end.
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
+    static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+    static constexpr int WGS = 2, BLOCK_M = 64 * WGS;   // consumer warpgroups, their query rows
+    static constexpr int WARPS = 12, THREADS = 384;     // + the producer warpgroup, first
+    static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
+    static constexpr int FIRST_WARP = 4, CONSUMER_WARPS = 8;
+    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; // 128 * 24 + 256 * 240 <= 64K
+    static constexpr int WARP_ROWS = 16, MF = 1;
+    static constexpr int CHUNKS = HEAD_DIM / 8, N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
+    static constexpr int D_BLOCKS = HEAD_DIM / 64;
+    static constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2, KV_BYTES = BLOCK_N * HEAD_DIM * 2;
+    static constexpr int Q_REGION = (Q_BYTES + 1023) / 1024 * 1024;
+    static constexpr int SMEM_BYTES = Q_REGION + 2 * STAGES * KV_BYTES + 1024; // + alignment slack
+    static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 64 == 0 && STAGES >= 2,
+                  "64-column swizzle blocks, whole boxes of keys, copies a tile ahead");
+    __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
+};
+
+// The producer's and the consumers' views of the three rings: Q (one stage, filled once), K, V.
+template <typename L> struct ws_rings {
+    stage_ring<1> q;
+    stage_ring<L::STAGES> k, v;
+};
+// Collective, once per program.
+template <typename L> __device__ __forceinline__ ws_rings<L> ws_rings_start() {
+    return ws_rings<L>{stage_ring_start<1, L::CONSUMER_WARPS, 0>(),
+                       stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 1>(),
+                       stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>()};
+}
+template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
+template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
+
+// Producer: rows [row0, row0 + ROWS) of head h of batch b as D_BLOCKS boxes of 64 columns
+// (tensor maps over [batch, heads, seq, head_dim], innermost last; rows past the sequence and
+// columns past head_dim read as zeros), completing on bar.
+template <typename L, int ROWS>
+__device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map, int32_t row0,
+                                             int32_t h, int32_t b, uint64_t *bar) {
+#pragma unroll
+    for (int j = 0; j < L::D_BLOCKS; j++)
+        tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, row0, h, b, bar);
+}
+template <typename L, typename T>
+__device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &t,
+                                          const tile_attention_kernel_args &a, const block &k) {
+    uint64_t *bar = r.q.acquire(L::Q_BYTES);
+    ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, k.m0, k.h, k.b, bar);
+}
+// Key and value tile n, each into the next free stage of its ring.
+template <typename L, typename T>
+__device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> &t,
+                                           const tile_attention_kernel_args &a, const block &k,
+                                           int32_t n) {
+    const int ks = r.k.stage;
+    uint64_t *bar = r.k.acquire(L::KV_BYTES);
+    ws_load_rows<L, L::BLOCK_N>(t.k[ks], &a.k_map, n * L::BLOCK_N, k.hk, k.b, bar);
+    const int vs = r.v.stage;
+    bar = r.v.acquire(L::KV_BYTES);
+    ws_load_rows<L, L::BLOCK_N>(t.v[vs], &a.v_map, n * L::BLOCK_N, k.hk, k.b, bar);
+}
+
+// Consumers: wait for the next key tile and issue S = Q K^T on it; wait for the next value
+// tile and issue O += P V on it (ring order: the producer's order of tiles).
+template <typename L, typename T>
+__device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const wg_tiles<L, T> &t) {
+    wg_qk<L>(S, t.q, t.k[r.k.take()]);
+}
+template <typename L, typename T>
+__device__ __forceinline__ void ws_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
+                                            ws_rings<L> &r, const wg_tiles<L, T> &t) {
+    wg_pv<L>(pa, st, P, t.v[r.v.take()]);
+}
+
+// O / sum through the warpgroup's own 64 rows of the Q tile (its last products on them are
+// done), in the same swizzled layout (conflict-free both ways), then 16-byte row chunks out;
+// rows past the sequence and columns past head_dim are not written; lse per row. Only the
+// warpgroup's 128 threads synchronize (named barrier 1 + warpgroup).
+template <typename L, typename T>
+__device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, const block &k,
+                                         state<L> &st, const wg_tiles<L, T> &t) {
+    const int l = lane_id(), g = l >> 2, q = l & 3, wg = L::consumer_wg();
+    float inv[L::MF][2];
+    finish_rows<L>(a, k, st, inv);
+    unsigned char *tile = reinterpret_cast<unsigned char *>(t.q);
+#pragma unroll
+    for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = fragment_row<L>(0) + g + r * 8;
+            *reinterpret_cast<uint32_t *>(tile + swizzled(L::BLOCK_M, row, d) + 4 * q) =
+                mma_type<T>::pack(st.o[0][d][2 * r] * inv[0][r], st.o[0][d][2 * r + 1] * inv[0][r]);
+        }
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+    T *out = (T *)a.o + (int64_t)k.b * a.o_batch + (int64_t)k.h * a.o_head;
+    const int chunks_valid = a.head_dim / 8;
+#pragma unroll
+    for (int i = threadIdx.x % 128; i < 64 * L::CHUNKS; i += 128) {
+        const int r = wg * 64 + i / L::CHUNKS, c = i % L::CHUNKS;
+        if (k.m0 + r < k.seq_q && c < chunks_valid)
+            *reinterpret_cast<int4 *>(out + (int64_t)(k.m0 + r) * a.o_seq + c * 8) =
+                *reinterpret_cast<const int4 *>(tile + swizzled(L::BLOCK_M, r, c));
+    }
 }
 
 } // namespace attn

@@ -308,33 +308,12 @@ template <typename L> __device__ __forceinline__ void products_finish(accumulato
 }
 
 // ------------------------------------------------------------------------------ pipeline
-// The warp-specialized variants' stage ring: full[s] completes when stage s's copies landed
-// (the producer's one arrival with the byte count), empty[s] when every consumer warp is done
-// reading it. A stage's uses alternate phase parity; the producer's first wait on each empty
-// barrier passes at once (parity 1 of a fresh barrier counts as complete).
-template <typename L> struct pipeline {
-    uint64_t *full, *empty;
-    int stage;
-    uint32_t phase;
-    __device__ void advance() {
-        if (++stage == L::STAGES) {
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-};
+// The warp-specialized variants' stage ring (tile::stage_ring): the producer's one warp fills
+// stages by tensor map, every consumer warp hands each stage back.
+template <typename L> using pipeline = stage_ring<L::STAGES>;
 // Collective, once per program: the barriers, initialized and visible to every thread.
 template <typename L> __device__ __forceinline__ pipeline<L> pipeline_start() {
-    __shared__ __align__(8) uint64_t barriers[2 * L::STAGES];
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < L::STAGES; s++) {
-            mbarrier_init(&barriers[s], 1);
-            mbarrier_init(&barriers[L::STAGES + s], L::CONSUMER_WARPS);
-        }
-        mbarrier_init_fence();
-    }
-    __syncthreads();
-    return pipeline<L>{barriers, barriers + L::STAGES, 0, 0};
+    return stage_ring_start<L::STAGES, L::CONSUMER_WARPS>();
 }
 template <typename L> __device__ __forceinline__ bool is_producer() { return threadIdx.x < 128; }
 

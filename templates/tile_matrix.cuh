@@ -204,6 +204,73 @@ __device__ __forceinline__ void tma_load_3d(void *smem, const void *map, int32_t
     (void)smem, (void)map, (void)c0, (void)c1, (void)c2, (void)bar;
 #endif
 }
+__device__ __forceinline__ void tma_load_4d(void *smem, const void *map, int32_t c0, int32_t c1,
+                                            int32_t c2, int32_t c3, uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"((uint32_t)__cvta_generic_to_shared(smem)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"((uint32_t)__cvta_generic_to_shared(bar))
+                 : "memory");
+#else
+    (void)smem, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar;
+#endif
+}
+
+// A ring of STAGES shared-memory buffers between one producer thread (tensor-memory-accelerator
+// copies) and consumer warps: full[s] completes when stage s's copies landed (the producer's
+// one arrival with the byte count), empty[s] when every consumer warp is done reading it. A
+// stage's uses alternate phase parity; the producer's first wait on each empty barrier passes
+// at once (parity 1 of a fresh barrier counts as complete). Each side walks the stages in
+// order with its own copy of the ring; `released` is the consumers' oldest stage still held.
+template <int STAGES> struct stage_ring {
+    uint64_t *full, *empty;
+    int stage, released;
+    uint32_t phase;
+    __device__ void advance() {
+        if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+    // Producer: waits for the stage to be free, announces `bytes` of copies completing on its
+    // full barrier (returned), and moves on.
+    __device__ uint64_t *acquire(uint32_t bytes) {
+        mbarrier_wait(&empty[stage], phase ^ 1);
+        uint64_t *bar = &full[stage];
+        mbarrier_expect_bytes(bar, bytes);
+        advance();
+        return bar;
+    }
+    // Consumers: waits for the next stage's copies and moves on; returns that stage.
+    __device__ int take() {
+        mbarrier_wait(&full[stage], phase);
+        const int s = stage;
+        advance();
+        return s;
+    }
+    // Consumer warp: hands the oldest stage it took back (lane 0 arrives for the warp), once
+    // every product reading it has completed.
+    __device__ void release() {
+        if (lane_id() == 0) mbarrier_arrive(&empty[released]);
+        released = released + 1 == STAGES ? 0 : released + 1;
+    }
+};
+// Collective, once per ring of a program (ID tells one kernel's rings apart): the barriers,
+// initialized and visible to every thread.
+template <int STAGES, int CONSUMER_WARPS, int ID = 0>
+__device__ __forceinline__ stage_ring<STAGES> stage_ring_start() {
+    __shared__ __align__(8) uint64_t barriers[2 * STAGES];
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbarrier_init(&barriers[s], 1);
+            mbarrier_init(&barriers[STAGES + s], CONSUMER_WARPS);
+        }
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+    return stage_ring<STAGES>{barriers, barriers + STAGES, 0, 0, 0};
+}
+
 // Warpgroup register budgets (sm_90a): a producer warpgroup gives registers back so the
 // consumers' accumulators fit. Every thread of the warpgroup executes it.
 template <int REGS> __device__ __forceinline__ void warpgroup_registers_release() {
