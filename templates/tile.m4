@@ -272,7 +272,7 @@ m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::
 # 64 query rows run the products above. TILE_ATTENTION_WS_LAYOUT(L): L is this tiling (128
 # query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from TILE_WG_TILES.
 m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)m4_dnl
-using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2)>; m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), m4_ifdef(<|PINGPONG|>, PINGPONG, 0)>; m4_dnl
 static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
@@ -297,6 +297,13 @@ m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$6|>, 6)m4_d
 tile::attn::p_operand<$2> $1; tile::attn::ws_pv_start<$2>($1, $3, $4, $5, $6)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)
+# TILE_WS_TURNS(turns, L, blk): turns = this consumer warpgroup's place in the ping-pong (a
+# grid point with PINGPONG 1). TILE_WS_TURN_WAIT(turns, L): wait for this warpgroup's turn to
+# issue products; TILE_WS_TURN_PASS(turns, L): products issued, the other's turn (both no-ops
+# without PINGPONG).
+m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$3|>, 3)tile::attn::ws_turns $1 = tile::attn::ws_turns_start<$2>($3)|>)
+m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)tile::attn::ws_turn_wait<$2>($1)|>)
+m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)
 # TILE_WS_STORE(a, blk, acc, L, tiles): TILE_ATTENTION_STORE for one consumer warpgroup's rows,
 # staged in its own rows of tiles.q (only its 128 threads synchronize).
 m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn::ws_store<$4>($1, $2, $3, $5)|>)

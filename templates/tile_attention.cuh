@@ -583,8 +583,9 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // running the wgmma path above, which hand each stage back once its products completed. The
 // producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
 // then K and V stages, swizzled in 64-column blocks; Q's rows are the output staging at the end.
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, bool PINGPONG_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+    static constexpr bool PINGPONG = PINGPONG_;         // consumers take turns (ws_turns)
     static constexpr int WGS = 2, BLOCK_M = 64 * WGS;   // consumer warpgroups, their query rows
     static constexpr int WARPS = 12, THREADS = 384;     // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
@@ -654,6 +655,28 @@ template <typename L, typename T>
 __device__ __forceinline__ void ws_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
                                             ws_rings<L> &r, const wg_tiles<L, T> &t) {
     wg_pv<L>(pa, st, P, t.v[r.v.take()]);
+}
+
+// Ping-pong (FlashAttention-3): with L::PINGPONG the two consumer warpgroups issue their
+// products in turns, each passing the turn on once its products are issued, so one's softmax
+// runs while the other's products hold the tensor cores. Named barriers 3 and 4 (256 threads:
+// the waiting warpgroup's bar.sync, the other's bar.arrive). A program's steps are its first
+// key tile's scores and then one per key tile; warpgroup 0 takes the first step without
+// waiting and warpgroup 1 does not pass its last, so every arrival has its wait.
+struct ws_turns {
+    int wg, step, steps;
+};
+template <typename L> __device__ __forceinline__ ws_turns ws_turns_start(const block &k) {
+    return ws_turns{L::consumer_wg(), 0, k.n_end > 0 ? k.n_end + 1 : 0};
+}
+template <typename L> __device__ __forceinline__ void ws_turn_wait(const ws_turns &t) {
+    if (L::PINGPONG && (t.wg != 0 || t.step != 0))
+        asm volatile("bar.sync %0, 256;" ::"r"(3 + t.wg) : "memory");
+}
+template <typename L> __device__ __forceinline__ void ws_turn_pass(ws_turns &t) {
+    if (L::PINGPONG && (t.wg != 1 || t.step != t.steps - 1))
+        asm volatile("bar.arrive %0, 256;" ::"r"(3 + (t.wg ^ 1)) : "memory");
+    t.step++;
 }
 
 // O / sum through the warpgroup's own 64 rows of the Q tile (its last products on them are
