@@ -120,6 +120,20 @@ elif [[ $1 == attn ]]; then
       --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
     echo "vs_torch attention rc=$?" | tee -a "$S"
   fi
+elif [[ $1 == attn2 ]]; then
+  # Attention after a kernel change: the GPU tests that run it (grouped matmul's shares the
+  # rings), a fresh attention table and its held-out check, then the issue's shapes beside SDPA
+  # and the torch ops, both dispatching through that table.
+  for t in test_attention_gpu test_grouped_matmul_gpu test_stress_gpu; do run_test .device/tests/$t; done
+  timeout 120 $B/fusedops tune --op attention --out "$OUT/attention.tsv" 2>"$OUT/tune_attention.log"
+  echo "tune attention rc=$? $(tail -1 "$OUT/tune_attention.log")" | tee -a "$S"
+  export FUSEDOPS_TUNING_FILE=$OUT/attention.tsv
+  timeout 120 $B/fusedops tune --verify --op attention --out "$OUT/verify_attention.txt" 2>"$OUT/verify_attention.log"
+  echo "verify attention rc=$? $(tail -2 "$OUT/verify_attention.txt" | tr '\n' ' ')" | tee -a "$S"
+  PYTHONUNBUFFERED=1 timeout 200 python3 bench/vs_torch.py --ops attention --lib .device/lib/libfusedops.so \
+    --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
+  echo "vs_torch attention rc=$?" | tee -a "$S"
+  run_torch_ops
 elif [[ $1 == gmm ]]; then
   # Grouped matmul: its GPU test (every variant, both paths), the attention and stress tests
   # (shared matrix machinery), the torch op, the issue's shapes beside torch's peers.

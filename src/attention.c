@@ -1,5 +1,6 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
 #include <math.h>
+#include <stdio.h>
 
 #include "attention_args.h"
 #include "internal.h"
@@ -259,7 +260,7 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     s = launch(fn, device, variant, &a, stream);
     if (s == TILE_STATUS_NOT_SUPPORTED && !forced && tile_variant_uses_tensor_maps(variant)) {
         /* A varlen call, or a layout no tensor map describes: the cheapest eligible variant
-         * that copies without one runs it instead. */
+         * that copies without one runs it instead (explain says the same for varlen). */
         const int32_t other = tile_cheapest_variant(&p, tile_variant_uses_tensor_maps, NULL);
         if (other >= 0) {
             tile_begin_call();
@@ -289,5 +290,16 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = problem_of(&a, al.bytes);
-    return tile_name_misaligned(fn, tile_explain_problem(fn, &p, arch, decision), &al);
+    s = tile_explain_problem(fn, &p, arch, decision);
+    if (s == TILE_STATUS_SUCCESS && a.cu_seqlens_q && tile_variant_uses_tensor_maps(decision->variant)) {
+        /* As tile_flash_attention runs it: tensor maps cannot stop at a varlen sequence's end. */
+        const int32_t other = tile_cheapest_variant(&p, tile_variant_uses_tensor_maps, NULL);
+        if (other >= 0) {
+            snprintf(decision->reason, sizeof decision->reason,
+                     "varlen: %s copies by tensor maps; the heuristic's cheapest other variant",
+                     tile_registry[decision->variant].name);
+            decision->variant = other;
+        }
+    }
+    return tile_name_misaligned(fn, s, &al);
 }

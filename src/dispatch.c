@@ -202,15 +202,20 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
      * value fragment it reads from shared memory (32 rows a warp measured ~1.5x faster than 16
      * at head dim 128 on an H100, docs/perf-notes.md). */
     if (!strcmp(v->op, "attention")) {
-        cost *= (double)v->threads / (2.0 * v->rows_per_program);
+        /* (warp-specialized variants: the producer warpgroup owns no rows) */
+        const int32_t row_threads = v->threads - (tile_variant_param(v, "WARPGROUPS") == 3 ? 128 : 0);
+        cost *= (double)row_threads / (2.0 * v->rows_per_program);
         /* Taller query blocks: each K/V tile read serves more queries (once the GPU is full;
          * below that, more and shorter blocks fill it). */
         if (programs >= 2 * sms) cost *= 1.0 + 64.0 / v->rows_per_program;
         /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
          * the smem size grows with BLOCK_N, which is all the registry records of it). */
         cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);
-        /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync. */
+        /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync; copies by a
+         * producer warpgroup and tensor maps measured 1.5x faster again once the GPU is full
+         * (perf-notes, A9). */
         if (v->arch_min >= 90) cost *= 0.25;
+        if (tile_variant_param(v, "WARPGROUPS") == 3 && programs >= sms) cost *= 0.66;
     }
     /* Prefer 16-byte accesses, then fewer threads per program (more loads in flight each). */
     cost *= 1.0 + 0.2 / v->align_bytes;

@@ -272,7 +272,7 @@ m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::
 # 64 query rows run the products above. TILE_ATTENTION_WS_LAYOUT(L): L is this tiling (128
 # query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from TILE_WG_TILES.
 m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)m4_dnl
-using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), m4_ifdef(<|PINGPONG|>, PINGPONG, 0)>; m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2)>; m4_dnl
 static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
@@ -288,19 +288,21 @@ m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::at
 m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::attn::ws_load_kv($1, $2, $3, $4, $5)|>)
 # TILE_WS_WAIT_Q(rings): the consumers wait for the query block.
 # TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
-# TILE_WS_PV_START(pv, L, acc, p, rings, tiles): wait for the next value tile, start acc's
-# output += p V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
+# TILE_WG_PACK_P(pv, L, p): pv = p rounded to the storage type as a product operand (before
+# the next scores' products start, so p's registers are free for them).
+# TILE_WS_PV_START(pv, L, acc, rings, tiles): wait for the next value tile, start acc's
+# output += pv V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
 # hand the oldest K / V stage back once the products reading it are done.
 m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
 m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
-m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$6|>, 6)m4_dnl
-tile::attn::p_operand<$2> $1; tile::attn::ws_pv_start<$2>($1, $3, $4, $5, $6)|>)
+m4_define(<|TILE_WG_PACK_P|>, <|TILE_ARGS(<|TILE_WG_PACK_P|>, <|$3|>, 3)m4_dnl
+tile::attn::p_operand<$2> $1; tile::attn::wg_pack_p<$2, T>($1, $3)|>)
+m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$5|>, 5)tile::attn::ws_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)
-# TILE_WS_TURNS(turns, L, blk): turns = this consumer warpgroup's place in the ping-pong (a
-# grid point with PINGPONG 1). TILE_WS_TURN_WAIT(turns, L): wait for this warpgroup's turn to
-# issue products; TILE_WS_TURN_PASS(turns, L): products issued, the other's turn (both no-ops
-# without PINGPONG).
+# TILE_WS_TURNS(turns, L, blk): turns = this consumer warpgroup's place in the ping-pong of the
+# two. TILE_WS_TURN_WAIT(turns, L): wait for this warpgroup's turn to issue products;
+# TILE_WS_TURN_PASS(turns, L): its products are issued, the other's turn.
 m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$3|>, 3)tile::attn::ws_turns $1 = tile::attn::ws_turns_start<$2>($3)|>)
 m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)tile::attn::ws_turn_wait<$2>($1)|>)
 m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)

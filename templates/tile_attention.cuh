@@ -510,8 +510,10 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
         const uint32_t qo = (kk >> 2) * L::BLOCK_M * 128 + (kk & 3) * 32;
         const uint32_t ko = (kk >> 2) * L::BLOCK_N * 128 + (kk & 3) * 32;
-        wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc(q + qo, 16, 1024),
-                                    wg_desc(kt + ko, 16, 1024), kk > 0);
+        // the first k-step only writes S: its old values are dead before the products, so
+        // ptxas need not keep them (and P's registers) alive beside the new scores
+        if (kk == 0) wgmma_op<T, L::BLOCK_N>::zs(&S.s[0][0][0], wg_desc(q + qo, 16, 1024), wg_desc(kt + ko, 16, 1024));
+        else wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc(q + qo, 16, 1024), wg_desc(kt + ko, 16, 1024), 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
@@ -534,13 +536,11 @@ template <typename L> struct p_operand {
     uint32_t a[L::BLOCK_N / 16][4];
 };
 
-// Issues O += P V (P from registers, V N-major from v_tile) as one committed group.
+// P rounded to the storage type as the A operand of P V (registers; they must stay untouched
+// until the product is waited for). Done before the next scores' products are issued, P's
+// floats are free for them.
 template <typename L, typename T>
-__device__ __forceinline__ void wg_pv(p_operand<L> &pa, state<L> &st, const scores<L> &P,
-                                      const T *v_tile) {
-#if TILE_HAS_WGMMA
-    const unsigned char *vt = reinterpret_cast<const unsigned char *>(v_tile);
-    // every operand register is written before the fence: none changes while products run
+__device__ __forceinline__ void wg_pack_p(p_operand<L> &pa, const scores<L> &P) {
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
         pa.a[kk][0] = mma_type<T>::pack(P.s[0][2 * kk][0], P.s[0][2 * kk][1]);
@@ -548,6 +548,13 @@ __device__ __forceinline__ void wg_pv(p_operand<L> &pa, state<L> &st, const scor
         pa.a[kk][2] = mma_type<T>::pack(P.s[0][2 * kk + 1][0], P.s[0][2 * kk + 1][1]);
         pa.a[kk][3] = mma_type<T>::pack(P.s[0][2 * kk + 1][2], P.s[0][2 * kk + 1][3]);
     }
+}
+// Issues O += P V (P packed in pa, V N-major from v_tile) as one committed group.
+template <typename L, typename T>
+__device__ __forceinline__ void wg_pv_issue(const p_operand<L> &pa, state<L> &st, const T *v_tile) {
+#if TILE_HAS_WGMMA
+    const unsigned char *vt = reinterpret_cast<const unsigned char *>(v_tile);
+    // every operand register is written before the fence: none changes while products run
     // (no operand fence on the output here: an empty asm "defining" the accumulators while the
     // scores' products run makes ptxas serialize the warpgroup's products, C7515)
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -559,7 +566,7 @@ __device__ __forceinline__ void wg_pv(p_operand<L> &pa, state<L> &st, const scor
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
-    (void)pa, (void)st, (void)P, (void)v_tile;
+    (void)pa, (void)st, (void)v_tile;
     __trap();
 #endif
 }
@@ -567,7 +574,8 @@ __device__ __forceinline__ void wg_pv(p_operand<L> &pa, state<L> &st, const scor
 template <typename L, typename T>
 __device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
                                             const wg_tiles<L, T> &t, int32_t n) {
-    wg_pv<L>(pa, st, P, t.v[n % L::STAGES]);
+    wg_pack_p<L, T>(pa, P);
+    wg_pv_issue<L>(pa, st, t.v[n % L::STAGES]);
 }
 // Waits for every product in flight (the P V): the output and P's registers are free again.
 template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st, p_operand<L> &pa) {
@@ -583,9 +591,8 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // running the wgmma path above, which hand each stage back once its products completed. The
 // producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
 // then K and V stages, swizzled in 64-column blocks; Q's rows are the output staging at the end.
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, bool PINGPONG_> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
-    static constexpr bool PINGPONG = PINGPONG_;         // consumers take turns (ws_turns)
     static constexpr int WGS = 2, BLOCK_M = 64 * WGS;   // consumer warpgroups, their query rows
     static constexpr int WARPS = 12, THREADS = 384;     // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
@@ -597,8 +604,8 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, bool PINGPONG_> struct ws_la
     static constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2, KV_BYTES = BLOCK_N * HEAD_DIM * 2;
     static constexpr int Q_REGION = (Q_BYTES + 1023) / 1024 * 1024;
     static constexpr int SMEM_BYTES = Q_REGION + 2 * STAGES * KV_BYTES + 1024; // + alignment slack
-    static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 64 == 0 && STAGES >= 2,
-                  "64-column swizzle blocks, whole boxes of keys, copies a tile ahead");
+    static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0 && BLOCK_N <= 256 && STAGES >= 2,
+                  "64-column swizzle blocks, k-steps of 16 keys, boxes of <= 256 rows, copies a tile ahead");
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
@@ -646,18 +653,18 @@ __device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> 
 }
 
 // Consumers: wait for the next key tile and issue S = Q K^T on it; wait for the next value
-// tile and issue O += P V on it (ring order: the producer's order of tiles).
+// tile and issue O += P V on it, P packed before (ring order: the producer's order of tiles).
 template <typename L, typename T>
 __device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const wg_tiles<L, T> &t) {
     wg_qk<L>(S, t.q, t.k[r.k.take()]);
 }
 template <typename L, typename T>
-__device__ __forceinline__ void ws_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
-                                            ws_rings<L> &r, const wg_tiles<L, T> &t) {
-    wg_pv<L>(pa, st, P, t.v[r.v.take()]);
+__device__ __forceinline__ void ws_pv_start(const p_operand<L> &pa, state<L> &st, ws_rings<L> &r,
+                                            const wg_tiles<L, T> &t) {
+    wg_pv_issue<L>(pa, st, t.v[r.v.take()]);
 }
 
-// Ping-pong (FlashAttention-3): with L::PINGPONG the two consumer warpgroups issue their
+// Ping-pong (FlashAttention-3): the two consumer warpgroups issue their
 // products in turns, each passing the turn on once its products are issued, so one's softmax
 // runs while the other's products hold the tensor cores. Named barriers 3 and 4 (256 threads:
 // the waiting warpgroup's bar.sync, the other's bar.arrive). A program's steps are its first
@@ -670,11 +677,11 @@ template <typename L> __device__ __forceinline__ ws_turns ws_turns_start(const b
     return ws_turns{L::consumer_wg(), 0, k.n_end > 0 ? k.n_end + 1 : 0};
 }
 template <typename L> __device__ __forceinline__ void ws_turn_wait(const ws_turns &t) {
-    if (L::PINGPONG && (t.wg != 0 || t.step != 0))
+    if (t.wg != 0 || t.step != 0)
         asm volatile("bar.sync %0, 256;" ::"r"(3 + t.wg) : "memory");
 }
 template <typename L> __device__ __forceinline__ void ws_turn_pass(ws_turns &t) {
-    if (L::PINGPONG && (t.wg != 1 || t.step != t.steps - 1))
+    if (t.wg != 1 || t.step != t.steps - 1)
         asm volatile("bar.arrive %0, 256;" ::"r"(3 + (t.wg ^ 1)) : "memory");
     t.step++;
 }

@@ -52,9 +52,11 @@ static int32_t expected_align(tile_dtype d, int64_t rows, int64_t ld_y, int64_t 
     return a;
 }
 
-/* Attention's Hopper family: warpgroup products (wgmma), sm_90 only, one program a block. */
+/* Attention's Hopper families: warpgroup products (wgmma, and the warp-specialized ws that
+ * copies by tensor maps), sm_90 only, one program a block. */
 static int is_wgmma_variant(const tile_variant_info *v) {
-    return !strcmp(v->op, "attention") && strstr(v->name, "_wgmma_sm90") != NULL;
+    return !strcmp(v->op, "attention") &&
+           (strstr(v->name, "_wgmma_sm90") != NULL || strstr(v->name, "_ws_sm90") != NULL);
 }
 
 /* sm_90-only variants: clusters, Hopper bulk copies, warpgroup products (the `_sm90` name
@@ -733,6 +735,35 @@ static void test_attention_mismatch(void **state) {
     assert_non_null(strstr(tile_last_error(), "k_seq_stride 260"));
 }
 
+/* A varlen call never gets a variant that copies by tensor maps (it cannot stop at a
+ * sequence's end): where the same dense call picks one (the heuristic at head 128 on sm_90,
+ * 32768 query rows, or a tuned entry), explain picks the cheapest other variant and says why. */
+static void test_attention_varlen_avoids_tensor_maps(void **state) {
+    (void)state;
+    static _Alignas(256) int32_t cu[3];
+    for (int32_t head_dim = 64; head_dim <= 128; head_dim += 64) {
+        tile_flash_attention_args a = attention_problem(TILE_DTYPE_BF16, head_dim);
+        tile_decision dense = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&a, 90, &dense), TILE_STATUS_SUCCESS);
+        tile_variant_info v = get_info(dense.variant);
+        a.cu_seqlens_q = a.cu_seqlens_k = cu;
+        a.total_q = a.total_k = 2048;
+        a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride = 0;
+        tile_decision varlen = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
+        tile_variant_info w = get_info(varlen.variant);
+        if (strstr(w.params, "WARPGROUPS=3")) {
+            print_error("head_dim %d varlen picked %s\n", head_dim, w.name);
+            fail();
+        }
+        assert_true(w.max_cols >= head_dim);
+        if (strstr(v.params, "WARPGROUPS=3") && strncmp(varlen.reason, "varlen: ", 8)) {
+            print_error("head_dim %d varlen reason \"%s\"\n", head_dim, varlen.reason);
+            fail();
+        }
+    }
+}
+
 /* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
  * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so tile_heuristic_cost charges
  * the 128-row blocks 1 + 232/264 = 1.88 and the 64-row ones 1 + 200/264 = 1.76. On sm_90 every
@@ -940,6 +971,7 @@ int main(void) {
         cmocka_unit_test(test_attention_head_dims),
         cmocka_unit_test(test_attention_mismatch),
         cmocka_unit_test(test_attention_small_batch_prefers_short_blocks),
+        cmocka_unit_test(test_attention_varlen_avoids_tensor_maps),
         cmocka_unit_test(test_grouped_matmul_heuristic),
         cmocka_unit_test(test_grouped_matmul_registry),
     };
