@@ -134,6 +134,13 @@ elif [[ $1 == attn2 ]]; then
     --json "$OUT/vs_torch_attention.json" --out "$OUT" >"$OUT/vs_torch_attention.log" 2>&1
   echo "vs_torch attention rc=$?" | tee -a "$S"
   run_torch_ops
+elif [[ $1 == san_ws ]]; then
+  # compute-sanitizer over the warp-specialized attention variants (and the dispatcher's cases
+  # the test always runs), all four tools side by side, and racecheck over the stress test.
+  for tool in memcheck racecheck initcheck synccheck; do sanitize attention_ws_$tool $tool test_attention_gpu _ws_ & done
+  sanitize stress_racecheck racecheck test_stress_gpu &
+  wait
+  sanitize_report
 elif [[ $1 == gmm ]]; then
   # Grouped matmul: its GPU test (every variant, both paths), the attention and stress tests
   # (shared matrix machinery), the torch op, the shapes beside torch's peers.
