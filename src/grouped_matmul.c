@@ -192,16 +192,8 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
     s = launch(fn, device, variant, &a, stream);
-    if (s == TILE_STATUS_NOT_SUPPORTED && !forced && tile_variant_uses_tensor_maps(variant)) {
-        /* No tensor map for this call (rows past 2^31 - 1, a layout the driver refuses): the
-         * cheapest eligible variant that copies without one runs it instead. */
-        const int32_t other = tile_cheapest_variant(&p, tile_variant_uses_tensor_maps, NULL);
-        if (other >= 0) {
-            tile_begin_call();
-            return launch(fn, device, other, &a, stream);
-        }
-    }
-    return s;
+    const int32_t other = tile_tensor_map_fallback(&p, variant, forced, s);
+    return other >= 0 ? launch(fn, device, other, &a, stream) : s;
 }
 
 tile_status tile_grouped_matmul(const tile_grouped_matmul_args *args, tile_stream stream) {

@@ -68,6 +68,14 @@ int32_t tile_cheapest_variant(const tile_problem *p, int (*skip)(int32_t variant
 /* Whether variant copies through tensor maps (the warp-specialized families: WARPGROUPS=3). */
 int tile_variant_uses_tensor_maps(int32_t variant);
 
+/* After the launch of `variant` for p returned `status`: the variant to run the call on
+ * instead, or -1. Where the dispatcher (not a forced variant) picked one that copies by tensor
+ * maps and the call could not be described by them (NOT_SUPPORTED: a varlen attention call,
+ * rows past 2^31 - 1, a layout the driver refuses), the cheapest eligible variant that copies
+ * without them. */
+int32_t tile_tensor_map_fallback(const tile_problem *p, int32_t variant, int forced,
+                                 tile_status status);
+
 /* Encodes a 128-byte-swizzled tensor map of `rank` (1..5) dims over `base` (innermost first;
  * strides in elements for dims 1..rank-1), in boxes of `box`, for a warp-specialized variant's
  * copies. NOT_SUPPORTED, naming `what`, when the driver refuses the layout. */

@@ -31,3 +31,12 @@ tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap
                          fn, what, tile_driver_error_name(r));
     return TILE_STATUS_SUCCESS;
 }
+
+int32_t tile_tensor_map_fallback(const tile_problem *p, int32_t variant, int forced,
+                                 tile_status status) {
+    if (status != TILE_STATUS_NOT_SUPPORTED || forced || !tile_variant_uses_tensor_maps(variant))
+        return -1;
+    const int32_t other = tile_cheapest_variant(p, tile_variant_uses_tensor_maps, NULL);
+    if (other >= 0) tile_begin_call(); /* the retry is a call of its own: no stale message */
+    return other;
+}
