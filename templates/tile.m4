@@ -300,14 +300,23 @@ tile::attn::p_operand<$2> $1; tile::attn::wg_pack_p<$2, T>($1, $3)|>)
 m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$5|>, 5)tile::attn::ws_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)
-# TILE_WS_TURNS(turns, L, blk): turns = this consumer warpgroup's place in the ping-pong of the
-# two. TILE_WS_TURN_WAIT(turns, L): wait for this warpgroup's turn to issue products;
-# TILE_WS_TURN_PASS(turns, L): its products are issued, the other's turn.
-m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$3|>, 3)tile::attn::ws_turns $1 = tile::attn::ws_turns_start<$2>($3)|>)
+# TILE_WS_TURNS(turns, L): turns = this consumer warpgroup's place in the ping-pong of the
+# two, across all its query blocks. TILE_WS_TURN_WAIT(turns, L): wait for this warpgroup's
+# turn to issue products; TILE_WS_TURN_PASS(turns, L): its products are issued, the other's
+# turn; TILE_WS_TURNS_FINISH(turns, L): after the last block (balances the turns).
+m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$2|>, 2)tile::attn::ws_turns $1 = tile::attn::ws_turns_start<$2>()|>)
 m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)tile::attn::ws_turn_wait<$2>($1)|>)
 m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)
+m4_define(<|TILE_WS_TURNS_FINISH|>, <|TILE_ARGS(<|TILE_WS_TURNS_FINISH|>, <|$2|>, 2)tile::attn::ws_turns_finish<$2>($1)|>)
+# TILE_FOR_ATTENTION_BLOCKS(blk, L, a) ... TILE_END_FOR: blk takes this program's query blocks
+# (blockIdx.x, + gridDim.x, ...: one each unless the grid makes the variant persistent).
+m4_define(<|TILE_FOR_ATTENTION_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS|>, <|$3|>, 3)m4_dnl
+for (int64_t $1_pid = blockIdx.x; $1_pid < tile::attn::attention_blocks($3); $1_pid += gridDim.x) { m4_dnl
+const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_pid);|>)
+# TILE_WS_RELEASE_Q(rings): hand the query block's stage back (its last products are done).
+m4_define(<|TILE_WS_RELEASE_Q|>, <|$1.q.release()|>)
 # TILE_WS_STORE(a, blk, acc, L, tiles): TILE_ATTENTION_STORE for one consumer warpgroup's rows,
-# staged in its own rows of tiles.q (only its 128 threads synchronize).
+# staged in its own rows of a staging tile after the stages (only its 128 threads synchronize).
 m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn::ws_store<$4>($1, $2, $3, $5)|>)
 
 # ---------------------------------------------------------------------------- grouped matmul

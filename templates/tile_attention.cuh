@@ -69,13 +69,14 @@ struct block {
     bool empty;               // no query row of this block exists
 };
 
+// Query block number pid of the launch (a program's own with one block each: blockIdx.x).
 template <typename L>
-__device__ __forceinline__ block program_block(const tile_attention_kernel_args &a) {
+__device__ __forceinline__ block program_block_at(const tile_attention_kernel_args &a, int64_t pid) {
     block k;
-    // Programs come in groups of head_group (batch, head) pairs, every query block of a group
+    // Blocks come in groups of head_group (batch, head) pairs, every query block of a group
     // before the next group: the K and V the programs in flight read stay in L2. Within a group
     // the longest blocks come first, heads fastest.
-    const int64_t pid = blockIdx.x, pairs = (int64_t)a.heads_q * a.batch;
+    const int64_t pairs = (int64_t)a.heads_q * a.batch;
     const int64_t group = pid / ((int64_t)a.head_group * a.m_blocks);
     const int64_t first = group * a.head_group, in_group = pid - first * a.m_blocks;
     const int64_t size = pairs - first < a.head_group ? pairs - first : a.head_group;
@@ -105,6 +106,15 @@ __device__ __forceinline__ block program_block(const tile_attention_kernel_args 
     }
     k.n_end = n_end;
     return k;
+}
+
+template <typename L>
+__device__ __forceinline__ block program_block(const tile_attention_kernel_args &a) {
+    return program_block_at<L>(a, blockIdx.x);
+}
+// Query blocks of the launch: every (batch, head)'s m_blocks (persistent programs walk them).
+__device__ __forceinline__ int64_t attention_blocks(const tile_attention_kernel_args &a) {
+    return (int64_t)a.m_blocks * a.heads_q * a.batch;
 }
 
 // Whether key tile n has elements outside the sequence or above the causal diagonal.
@@ -603,7 +613,10 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
     static constexpr int D_BLOCKS = HEAD_DIM / 64;
     static constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2, KV_BYTES = BLOCK_N * HEAD_DIM * 2;
     static constexpr int Q_REGION = (Q_BYTES + 1023) / 1024 * 1024;
-    static constexpr int SMEM_BYTES = Q_REGION + 2 * STAGES * KV_BYTES + 1024; // + alignment slack
+    // the output's staging (as Q's layout) after the K and V stages: apart from Q, so the next
+    // query block's Q loads while this one's output is written
+    static constexpr int STAGING_OFFSET = Q_REGION + 2 * STAGES * KV_BYTES;
+    static constexpr int SMEM_BYTES = STAGING_OFFSET + Q_REGION + 1024; // + alignment slack
     static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0 && BLOCK_N <= 256 && STAGES >= 2,
                   "64-column swizzle blocks, k-steps of 16 keys, boxes of <= 256 rows, copies a tile ahead");
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
@@ -667,36 +680,40 @@ __device__ __forceinline__ void ws_pv_start(const p_operand<L> &pa, state<L> &st
 // Ping-pong (FlashAttention-3): the two consumer warpgroups issue their
 // products in turns, each passing the turn on once its products are issued, so one's softmax
 // runs while the other's products hold the tensor cores. Named barriers 3 and 4 (256 threads:
-// the waiting warpgroup's bar.sync, the other's bar.arrive). A program's steps are its first
-// key tile's scores and then one per key tile; warpgroup 0 takes the first step without
-// waiting and warpgroup 1 does not pass its last, so every arrival has its wait.
+// the waiting warpgroup's bar.sync, the other's bar.arrive). The turns run on across a
+// program's query blocks: warpgroup 0 takes its very first turn without waiting and, after
+// the last, waits once more for warpgroup 1's last pass, so every arrival has its wait and
+// neither side can arrive twice on a barrier before the other has waited.
 struct ws_turns {
-    int wg, step, steps;
+    int wg;
+    bool started; // warpgroup 0 has taken a turn
 };
-template <typename L> __device__ __forceinline__ ws_turns ws_turns_start(const block &k) {
-    return ws_turns{L::consumer_wg(), 0, k.n_end > 0 ? k.n_end + 1 : 0};
+template <typename L> __device__ __forceinline__ ws_turns ws_turns_start() {
+    return ws_turns{L::consumer_wg(), false};
 }
-template <typename L> __device__ __forceinline__ void ws_turn_wait(const ws_turns &t) {
-    if (t.wg != 0 || t.step != 0)
+template <typename L> __device__ __forceinline__ void ws_turn_wait(ws_turns &t) {
+    if (t.wg != 0 || t.started)
         asm volatile("bar.sync %0, 256;" ::"r"(3 + t.wg) : "memory");
+    t.started = true;
 }
-template <typename L> __device__ __forceinline__ void ws_turn_pass(ws_turns &t) {
-    if (t.wg != 1 || t.step != t.steps - 1)
-        asm volatile("bar.arrive %0, 256;" ::"r"(3 + (t.wg ^ 1)) : "memory");
-    t.step++;
+template <typename L> __device__ __forceinline__ void ws_turn_pass(const ws_turns &t) {
+    asm volatile("bar.arrive %0, 256;" ::"r"(3 + (t.wg ^ 1)) : "memory");
+}
+template <typename L> __device__ __forceinline__ void ws_turns_finish(const ws_turns &t) {
+    if (t.wg == 0 && t.started) asm volatile("bar.sync %0, 256;" ::"r"(3) : "memory");
 }
 
-// O / sum through the warpgroup's own 64 rows of the Q tile (its last products on them are
-// done), in the same swizzled layout (conflict-free both ways), then 16-byte row chunks out;
-// rows past the sequence and columns past head_dim are not written; lse per row. Only the
-// warpgroup's 128 threads synchronize (named barrier 1 + warpgroup).
+// O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout
+// (conflict-free both ways), then 16-byte row chunks out; rows past the sequence and columns
+// past head_dim are not written; lse per row. Only the warpgroup's 128 threads synchronize
+// (named barrier 1 + warpgroup), before the chunks are read and before the staging is reused.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, const block &k,
                                          state<L> &st, const wg_tiles<L, T> &t) {
     const int l = lane_id(), g = l >> 2, q = l & 3, wg = L::consumer_wg();
     float inv[L::MF][2];
     finish_rows<L>(a, k, st, inv);
-    unsigned char *tile = reinterpret_cast<unsigned char *>(t.q);
+    unsigned char *tile = reinterpret_cast<unsigned char *>(t.q) + L::STAGING_OFFSET;
 #pragma unroll
     for (int d = 0; d < L::D_TILES; d++)
 #pragma unroll
@@ -715,6 +732,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             *reinterpret_cast<int4 *>(out + (int64_t)(k.m0 + r) * a.o_seq + c * 8) =
                 *reinterpret_cast<const int4 *>(tile + swizzled(L::BLOCK_M, r, c));
     }
+    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
 }
 
 } // namespace attn
