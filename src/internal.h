@@ -96,7 +96,12 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant);
 int32_t tile_alignment_of(uint64_t x);
 
 /* Launches variant `variant` over `programs` programs (each a cluster when the variant has
- * one) on `stream` with the kernel's arguments. */
+ * one) on `stream` with the kernel's arguments. A persistent variant gets at most as many as
+ * stay resident at once (they walk the rest), unless `all_programs`: then one program per
+ * unit of work, as if it were not persistent. */
+tile_status tile_launch_programs(const tile_device *device, int32_t variant, int64_t programs,
+                                 int all_programs, tile_stream stream, void **args);
+/* tile_launch_programs, persistent variants clamped to their resident programs. */
 tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
                         tile_stream stream, void **args);
 

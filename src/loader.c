@@ -170,9 +170,14 @@ tile_status tile_current_device(const tile_device **device) {
 
 tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
                         tile_stream stream, void **args) {
+    return tile_launch_programs(device, variant, programs, 0, stream, args);
+}
+
+tile_status tile_launch_programs(const tile_device *device, int32_t variant, int64_t programs,
+                                 int all_programs, tile_stream stream, void **args) {
     const tile_variant *v = &tile_registry[variant];
     const tile_driver *d = tile_driver_get(NULL);
-    if (v->persistent) {
+    if (v->persistent && !all_programs) {
         const int64_t resident = (int64_t)device->sm_count * device->blocks_per_sm[variant];
         if (programs > resident) programs = resident;
     }
