@@ -600,7 +600,9 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // program barrier anywhere in the loop), and two consumer warpgroups of 64 query rows each
 // running the wgmma path above, which hand each stage back once its products completed. The
 // producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
-// then K and V stages, swizzled in 64-column blocks; Q's rows are the output staging at the end.
+// then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
+// are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
+// per block (causal calls).
 template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
     static constexpr int WGS = 2, BLOCK_M = 64 * WGS;   // consumer warpgroups, their query rows
