@@ -596,7 +596,7 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 
 // ------------------------------------------------------------------------------ warp-specialized
 // Hopper, warp-specialized (FlashAttention-3's split): a producer warpgroup, one thread of which
-// copies Q once and then K and V tiles by tensor map into rings of STAGES stages (mbarriers, no
+// copies Q (once per query block) and then K and V tiles by tensor map into rings of STAGES stages (mbarriers, no
 // program barrier anywhere in the loop), and two consumer warpgroups of 64 query rows each
 // running the wgmma path above, which hand each stage back once its products completed. The
 // producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
@@ -624,7 +624,7 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
-// The producer's and the consumers' views of the three rings: Q (one stage, filled once), K, V.
+// The producer's and the consumers' views of the three rings: Q (one stage, filled once per query block), K, V.
 template <typename L> struct ws_rings {
     stage_ring<1> q;
     stage_ring<L::STAGES> k, v;
