@@ -124,14 +124,6 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         /* Winners were timed on calls with their features: a dropout variant's entry is for
          * dropout calls, not for the plain ones it could also run (more slowly). */
         if (tile_registry[e->variant].features != p->features) continue;
-        /* Row ops' winners were timed on the bucket's power-of-two columns: for a narrower
-         * row, a one-pass tile it would fill less than 3/4 of measured slower than the
-         * two-pass kernels the heuristic weighs it against (docs/tuning.md, held-out check),
-         * so such an entry is not taken for it. */
-        const tile_variant *w = &tile_registry[e->variant];
-        if (w->max_cols && p->cols < (1LL << e->cols_log2) &&
-            p->cols * 4 < (int64_t)w->max_cols * 3 && strcmp(p->op, "attention"))
-            continue;
         int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_log2 - cols_log2;
         int32_t adr = dr < 0 ? -dr : dr, adc = dc < 0 ? -dc : dc;
         if (adc > 1 || adr > 3) continue;
