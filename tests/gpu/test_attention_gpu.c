@@ -386,6 +386,9 @@ static void variant_cases(void) {
             {i, info.dtype, 5, 4, 1, d, 0, 0, 1, BSHD, ragged_q, ragged_k, 1, 0, seed + 3},
             {i, info.dtype, 1, 8, 2, d, 1000, 1000, 1, BHSD, NULL, NULL, 1, 48, seed + 4},
             {i, info.dtype, 2, 2, 2, narrow, 333, 1200, 0, BSHD, NULL, NULL, 0, 48, seed + 5},
+            /* 480 query blocks of 128 rows, more than the GPU holds at once: persistent
+             * variants walk several each */
+            {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6},
         };
         /* Variants that copy by tensor maps (WARPGROUPS=3 in their params) take fixed lengths only. */
         const int tensor_maps = info.params && strstr(info.params, "WARPGROUPS=3") != NULL;
