@@ -141,9 +141,9 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one
  * past the tensor's other axes, which a tensor map takes (16-byte multiple, no overlap). */
 static int64_t lone_axis_stride(int64_t stride, int64_t count, const int64_t *strides,
-                                const int64_t *counts, int axes) {
+                                const int64_t *counts, int axes, int64_t head_dim) {
     if (count > 1) return stride;
-    int64_t end = 8;
+    int64_t end = head_dim;
     for (int i = 0; i < axes; i++)
         if (counts[i] > 1 && strides[i] * counts[i] > end) end = strides[i] * counts[i];
     return (end + 7) / 8 * 8;
@@ -159,7 +159,7 @@ static tile_status encode_attention_map(const char *fn, const char *what, CUtens
     const int64_t counts[3] = {seq, heads, batch}, given[3] = {seq_stride, head_stride, batch_stride};
     int64_t strides[3];
     for (int i = 0; i < 3; i++)
-        strides[i] = lone_axis_stride(given[i], counts[i], given, counts, 3);
+        strides[i] = lone_axis_stride(given[i], counts[i], given, counts, 3, head_dim);
     const int64_t dims[4] = {head_dim, seq, heads, batch};
     const uint32_t box[4] = {64, (uint32_t)rows, 1, 1};
     return tile_encode_tensor_map(fn, what, map, dtype, base, 4, dims, strides, box);
@@ -295,6 +295,7 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
                      "varlen: %s copies by tensor maps; the heuristic's cheapest other variant",
                      tile_registry[decision->variant].name);
             decision->variant = other;
+            decision->rule = TILE_RULE_HEURISTIC;
         }
     }
     return tile_name_misaligned(fn, s, &al);

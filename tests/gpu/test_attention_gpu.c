@@ -389,6 +389,12 @@ static void variant_cases(void) {
             /* 480 query blocks of 128 rows, more than the GPU holds at once: persistent
              * variants walk several each */
             {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6},
+            /* causal, more queries than keys: blocks whose rows see no key (no key tile) */
+            {i, info.dtype, 1, 4, 2, d, 300, 17, 1, BHSD, NULL, NULL, 1, 0, seed + 7},
+            /* batch, heads and sequence of one: every axis a lone one */
+            {i, info.dtype, 1, 1, 1, d, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed + 8},
+            /* a head much narrower than the variant's (zero columns past it) */
+            {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9},
         };
         /* Variants that copy by tensor maps (WARPGROUPS=3 in their params) take fixed lengths only. */
         const int tensor_maps = info.params && strstr(info.params, "WARPGROUPS=3") != NULL;
