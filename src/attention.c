@@ -1,6 +1,5 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
 #include <math.h>
-#include <stdio.h>
 
 #include "attention_args.h"
 #include "internal.h"
@@ -135,7 +134,9 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     int64_t rows = (int64_t)a->batch * a->heads_q; /* < 2^62 */
     const int64_t seq = a->seqlen_q > 0 ? a->seqlen_q : 1;
     rows = rows > INT64_MAX / seq ? INT64_MAX : rows * seq;
-    return (tile_problem){attention_op, a->dtype, rows, a->head_dim, align, 0, 0, 0, 0};
+    /* a varlen call: no tensor map can stop at a sequence's end */
+    return (tile_problem){attention_op, a->dtype, rows, a->head_dim, align, 0, 0, 0, 0,
+                          a->cu_seqlens_q != NULL};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one
@@ -169,11 +170,6 @@ static tile_status encode_attention_map(const char *fn, const char *what, CUtens
  * variant; fixed-length batches only (a box cannot stop at a varlen sequence's end). */
 static tile_status encode_maps(const char *fn, const tile_variant *v,
                                const tile_flash_attention_args *a, tile_attention_kernel_args *k) {
-    if (a->cu_seqlens_q)
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: variant %s copies by tensor maps, which cannot stop at a sequence's "
-                         "end: varlen calls (cu_seqlens_q) run on the other variants",
-                         fn, v->name);
     const int64_t block_n = tile_variant_param(v, "BLOCK_N");
     tile_status s = encode_attention_map(fn, "q", &k->q_map, a->dtype, a->q, a->head_dim,
                                          a->seqlen_q, a->heads_q, a->batch, a->q_seq_stride,
@@ -287,16 +283,5 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = problem_of(&a, al.bytes);
     s = tile_explain_problem(fn, &p, arch, decision);
-    if (s == TILE_STATUS_SUCCESS && a.cu_seqlens_q && tile_variant_uses_tensor_maps(decision->variant)) {
-        /* As tile_flash_attention runs it: tensor maps cannot stop at a varlen sequence's end. */
-        const int32_t other = tile_cheapest_variant(&p, tile_variant_uses_tensor_maps, NULL);
-        if (other >= 0) {
-            snprintf(decision->reason, sizeof decision->reason,
-                     "varlen: %s copies by tensor maps; the heuristic's cheapest other variant",
-                     tile_registry[decision->variant].name);
-            decision->variant = other;
-            decision->rule = TILE_RULE_HEURISTIC;
-        }
-    }
     return tile_name_misaligned(fn, s, &al);
 }

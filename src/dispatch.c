@@ -82,6 +82,8 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     const char *reason = NULL;
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
     else if ((v->features & p->features) != p->features) reason = "features";
+    else if (p->no_tensor_maps && tile_variant_uses_tensor_maps((int32_t)(v - tile_registry)))
+        reason = "tensor maps";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
@@ -316,7 +318,7 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit, features;
+    int32_t sm_count, smem_limit, features, no_tensor_maps;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -326,7 +328,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
-        c->smem_limit == p->smem_limit && c->features == p->features) {
+        c->smem_limit == p->smem_limit && c->features == p->features &&
+        c->no_tensor_maps == p->no_tensor_maps) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -334,7 +337,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     tile_status s = tile_dispatch(p, &d);
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->rows,   p->cols,     (int32_t)p->dtype, p->align,
-                           p->arch, d.variant, p->sm_count, p->smem_limit,     p->features};
+                           p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
+                           p->no_tensor_maps};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }
@@ -377,6 +381,11 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                          "%s: %s lacks work this call needs (features 0x%x of 0x%x: 0x1 is "
                          "dropout or a keep mask)",
                          fn, v->name, (unsigned)v->features, (unsigned)p->features);
+    if (!strcmp(why, "tensor maps"))
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s copies by tensor maps, which cannot stop at a sequence's end: "
+                         "varlen calls (cu_seqlens) run on the other variants",
+                         fn, v->name);
     /* "cols": op and dtype were checked above */
     return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s takes at most %lld columns, got cols %lld",
                      fn, v->name, (long long)v->max_cols, (long long)p->cols);
@@ -452,6 +461,6 @@ tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtyp
                          "%zu-byte elements",
                          fn, pointer_align, tile_dtype_string(dtype), elem);
     if (s != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = {op, dtype, rows, cols, align, 0, 0, 0, 0};
+    tile_problem p = {op, dtype, rows, cols, align, 0, 0, 0, 0, 0};
     return tile_explain_problem(fn, &p, arch, decision);
 }

@@ -117,7 +117,7 @@ static tile_status check_args(const char *fn, const tile_grouped_matmul_args *a,
 static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align) {
     const int64_t rows = a->total_m / a->groups;
     return (tile_problem){grouped_matmul_op, a->dtype, rows > 1 ? rows : 1, a->n, align,
-                          0, 0, 0, 0};
+                          0, 0, 0, 0, 0};
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in

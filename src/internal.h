@@ -44,6 +44,8 @@ typedef struct tile_problem {
     int32_t sm_count;   /* 0 when unknown (explain for another arch) */
     int32_t smem_limit; /* per-program shared memory the device allows */
     int32_t features;   /* TILE_FEATURE_* bits the call needs (0: none) */
+    int32_t no_tensor_maps; /* 1: no tensor map describes the call (a varlen attention call):
+                             * variants that copy by them are not eligible */
 } tile_problem;
 
 /* Shared memory a program may opt in to on a GPU of this arch, for explain without the GPU

@@ -145,7 +145,7 @@ static tile_status run(const norm_entry *e, int forced, int32_t variant,
     /* Kernels without dropout hold fewer registers; calls that need it get the ones with it. */
     const int32_t features = a->p > 0.0f || a->mask ? TILE_FEATURE_DROPOUT : 0;
     tile_problem p = {norm_op,      a->dtype,         a->rows,           a->cols, align,
-                      device->arch, device->sm_count, device->smem_limit, features};
+                      device->arch, device->sm_count, device->smem_limit, features, 0};
     if (forced) s = tile_check_variant(e->fn, variant, &p);
     else s = tile_dispatch_cached(&p, &variant);
     if (s != TILE_STATUS_SUCCESS) return s;

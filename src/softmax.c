@@ -23,7 +23,7 @@ static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype 
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count,
-                      device->smem_limit, 0};
+                      device->smem_limit, 0, 0};
     int32_t variant;
     if ((s = tile_dispatch_cached(&p, &variant)) != TILE_STATUS_SUCCESS) return s;
     return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);
@@ -53,7 +53,7 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count,
-                      device->smem_limit, 0};
+                      device->smem_limit, 0, 0};
     if ((s = tile_check_variant("tile_softmax_variant", variant, &p)) != TILE_STATUS_SUCCESS)
         return s;
     return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);

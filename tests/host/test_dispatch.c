@@ -163,7 +163,7 @@ static tile_decision check_decision_of(const char *op, tile_dtype dt, int64_t ro
         fail();
     }
     /* the library's own predicate agrees */
-    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0};
+    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0, 0};
     const char *why = "unset";
     assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
     assert_null(why);
@@ -469,7 +469,7 @@ static void test_registry(void **state) {
         assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
         /* every variant is eligible for some problem: its own width, at its arch */
         tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
-                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0};
+                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0};
         assert_true(tile_variant_eligible(r, &p, NULL));
     }
     for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
@@ -542,7 +542,7 @@ static void test_tuned_table(void **state) {
         assert_string_equal(v->op, e->op);
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = 1LL << e->cols_log2;
-        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0};
+        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0};
         /* explain decides for calls without optional features (no dropout) */
         if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
         tile_decision d = decision_at(e->op, e->dtype, rows, cols, e->arch);
@@ -584,7 +584,7 @@ static void test_internal_helpers(void **state) {
     assert_true(idx >= 0);
     const tile_variant *v = &tile_registry[idx];
     const char *why;
-    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0};
+    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0, 0};
     assert_true(tile_variant_eligible(v, &p, &why));
     assert_null(why);
     p.dtype = TILE_DTYPE_BF16;
@@ -636,7 +636,7 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
 static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int32_t arch,
                                         const tile_decision *d) {
     const tile_problem p = {"attention", a->dtype, (int64_t)a->batch * a->heads_q * a->seqlen_q,
-                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0};
+                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0, 0};
     const int32_t pick = best_variant(tile_registry, tile_registry_count, &p);
     if (d->rule == TILE_RULE_HEURISTIC) assert_int_equal(pick, d->variant);
     return pick;
@@ -736,8 +736,8 @@ static void test_attention_mismatch(void **state) {
 }
 
 /* A varlen call never gets a variant that copies by tensor maps (it cannot stop at a
- * sequence's end): where the same dense call picks one (the heuristic at head 128 on sm_90,
- * 32768 query rows, or a tuned entry), explain picks the cheapest other variant and says why. */
+ * sequence's end): where the same dense call picks one (a tuned entry at 32768 query rows on
+ * sm_90), explain (as dispatch) passes such entries over. */
 static void test_attention_varlen_avoids_tensor_maps(void **state) {
     (void)state;
     static _Alignas(256) int32_t cu[3];
@@ -757,12 +757,8 @@ static void test_attention_varlen_avoids_tensor_maps(void **state) {
             fail();
         }
         assert_true(w.max_cols >= head_dim);
-        if (strstr(v.params, "WARPGROUPS=3") &&
-            (strncmp(varlen.reason, "varlen: ", 8) || varlen.rule != TILE_RULE_HEURISTIC)) {
-            print_error("head_dim %d varlen rule %d reason \"%s\"\n", head_dim, (int)varlen.rule,
-                        varlen.reason);
-            fail();
-        }
+        /* the test means something only where the dense call's pick copies by tensor maps */
+        assert_non_null(strstr(v.params, "WARPGROUPS=3"));
     }
 }
 
@@ -864,7 +860,7 @@ static void test_grouped_matmul_heuristic(void **state) {
     for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
         for (int32_t arch = 80; arch <= 100; arch += 10) {
             tile_problem p = {"grouped_matmul", TILE_DTYPE_BF16, shapes_[s].rows,
-                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0};
+                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0, 0};
             const int hopper = arch == 90, large = shapes_[s].large;
             const int want = hopper ? (large ? WGMMA_LARGE : WGMMA_SMALL)
                                     : (large ? MMA_LARGE : MMA_SMALL);
@@ -936,7 +932,7 @@ static void test_grouped_matmul_registry(void **state) {
                 if (d.rule != TILE_RULE_HEURISTIC) continue;
                 const int64_t rows = cases[c].rows > 1 ? cases[c].rows : 1;
                 tile_problem p = {"grouped_matmul", dts[t], rows, cases[c].n, align, arch, 0,
-                                  tile_arch_smem_limit(arch), 0};
+                                  tile_arch_smem_limit(arch), 0, 0};
                 const double cost = tile_heuristic_cost(&tile_registry[d.variant], &p);
                 int hopper_only = 0;
                 for (int32_t i = 0; i < tile_registry_count; i++) {
