@@ -234,7 +234,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
     };
-    if (tile_variant_uses_tensor_maps(variant)) {
+    if (tile_variant_uses_tensor_maps(v)) {
         const tile_status s = encode_maps(fn, v, a, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
     }

@@ -82,7 +82,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     const char *reason = NULL;
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
     else if ((v->features & p->features) != p->features) reason = "features";
-    else if (p->no_tensor_maps && tile_variant_uses_tensor_maps((int32_t)(v - tile_registry)))
+    else if (p->no_tensor_maps && tile_variant_uses_tensor_maps(v))
         reason = "tensor maps";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
@@ -204,8 +204,9 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
      * value fragment it reads from shared memory (32 rows a warp measured ~1.5x faster than 16
      * at head dim 128 on an H100, docs/perf-notes.md). */
     if (!strcmp(v->op, "attention")) {
+        const int tensor_maps = tile_variant_uses_tensor_maps(v);
         /* (warp-specialized variants: the producer warpgroup owns no rows) */
-        const int32_t row_threads = v->threads - (tile_variant_param(v, "WARPGROUPS") == 3 ? 128 : 0);
+        const int32_t row_threads = v->threads - (tensor_maps ? 128 : 0);
         cost *= (double)row_threads / (2.0 * v->rows_per_program);
         /* Taller query blocks: each K/V tile read serves more queries (once the GPU is full;
          * below that, more and shorter blocks fill it). */
@@ -217,7 +218,7 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
          * producer warpgroup and tensor maps measured 1.5x faster again once the GPU is full
          * (perf-notes, A9). */
         if (v->arch_min >= 90) cost *= 0.25;
-        if (tile_variant_param(v, "WARPGROUPS") == 3 && programs >= sms) cost *= 0.66;
+        if (tensor_maps && programs >= sms) cost *= 0.66;
     }
     /* Prefer 16-byte accesses, then fewer threads per program (more loads in flight each). */
     cost *= 1.0 + 0.2 / v->align_bytes;
@@ -286,7 +287,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     }
 
     double best_cost = 0;
-    decision->variant = tile_cheapest_variant(p, NULL, &best_cost);
+    decision->variant = tile_cheapest_variant(p, &best_cost);
     decision->rule = TILE_RULE_HEURISTIC;
     snprintf(decision->reason, sizeof decision->reason,
              "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated cost "
@@ -295,11 +296,11 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     return TILE_STATUS_SUCCESS;
 }
 
-int32_t tile_cheapest_variant(const tile_problem *p, int (*skip)(int32_t variant), double *cost) {
+int32_t tile_cheapest_variant(const tile_problem *p, double *cost) {
     int32_t best = -1;
     double best_cost = 0;
     for (int32_t i = 0; i < tile_registry_count; i++) {
-        if ((skip && skip(i)) || !tile_variant_eligible(&tile_registry[i], p, NULL)) continue;
+        if (!tile_variant_eligible(&tile_registry[i], p, NULL)) continue;
         const double c = tile_heuristic_cost(&tile_registry[i], p);
         if (best < 0 || c < best_cost) {
             best = i;

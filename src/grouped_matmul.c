@@ -166,7 +166,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .groups = a->groups,
         .b_kmajor = kmajor,
     };
-    if (tile_variant_uses_tensor_maps(variant)) {
+    if (tile_variant_uses_tensor_maps(v)) {
         tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
     }

@@ -63,12 +63,12 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
  * dispatch compares where no tuned entry applies. */
 double tile_heuristic_cost(const tile_variant *v, const tile_problem *p);
 
-/* The eligible variant of lowest heuristic cost for p (the first of equals), leaving out those
- * `skip` names (NULL: none), with its cost in *cost (if not NULL); -1 when none is eligible. */
-int32_t tile_cheapest_variant(const tile_problem *p, int (*skip)(int32_t variant), double *cost);
+/* The eligible variant of lowest heuristic cost for p (the first of equals), with its cost in
+ * *cost (if not NULL); -1 when none is eligible. */
+int32_t tile_cheapest_variant(const tile_problem *p, double *cost);
 
-/* Whether variant copies through tensor maps (the warp-specialized families: WARPGROUPS=3). */
-int tile_variant_uses_tensor_maps(int32_t variant);
+/* Whether v copies through tensor maps (the warp-specialized families: WARPGROUPS=3). */
+int tile_variant_uses_tensor_maps(const tile_variant *v);
 
 /* After the launch of `variant` for p returned `status`: the variant to run the call on
  * instead, or -1. Where the dispatcher (not a forced variant) picked one that copies by tensor

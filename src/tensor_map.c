@@ -2,8 +2,8 @@
  * one encoder and the one test of which variants need them. */
 #include "internal.h"
 
-int tile_variant_uses_tensor_maps(int32_t variant) {
-    return tile_variant_param(&tile_registry[variant], "WARPGROUPS") == 3;
+int tile_variant_uses_tensor_maps(const tile_variant *v) {
+    return tile_variant_param(v, "WARPGROUPS") == 3;
 }
 
 tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap *map,
@@ -34,9 +34,12 @@ tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap
 
 int32_t tile_tensor_map_fallback(const tile_problem *p, int32_t variant, int forced,
                                  tile_status status) {
-    if (status != TILE_STATUS_NOT_SUPPORTED || forced || !tile_variant_uses_tensor_maps(variant))
+    if (status != TILE_STATUS_NOT_SUPPORTED || forced ||
+        !tile_variant_uses_tensor_maps(&tile_registry[variant]))
         return -1;
-    const int32_t other = tile_cheapest_variant(p, tile_variant_uses_tensor_maps, NULL);
+    tile_problem without = *p; /* the same call, tensor-map variants not eligible */
+    without.no_tensor_maps = 1;
+    const int32_t other = tile_cheapest_variant(&without, NULL);
     if (other >= 0) tile_begin_call(); /* the retry is a call of its own: no stale message */
     return other;
 }

@@ -357,10 +357,10 @@ template <typename L, typename T, int STAGES>
 __device__ __forceinline__ void ring_fetch(const ring<L, T, STAGES> &r, int slot, int64_t row) {
 #if TILE_HAS_SM90
     if (row >= r.rows) return;
-    const uint32_t bar = shared_address(&ring_barriers<STAGES>()[slot]);
+    uint64_t *barrier = &ring_barriers<STAGES>()[slot];
+    const uint32_t bar = shared_address(barrier);
     const uint32_t dst = shared_address(stage_buffer<T>() + slot * L::BLOCK_N);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(r.bytes)
-                 : "memory");
+    mbarrier_expect_bytes(barrier, r.bytes);
     if (r.bytes)
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
                      "[%0], [%1], %2, [%3];" ::"r"(dst),
@@ -382,12 +382,9 @@ __device__ __forceinline__ ring<L, T, STAGES> ring_start(const T *base, int64_t 
 #if TILE_HAS_SM90
     if (threadIdx.x == 0) {
 #pragma unroll
-        for (int s = 0; s < STAGES; s++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
-                             shared_address(&ring_barriers<STAGES>()[s]))
-                         : "memory");
+        for (int s = 0; s < STAGES; s++) mbarrier_init(&ring_barriers<STAGES>()[s], 1);
         // The initialized barriers are visible to the bulk-copy (async) proxy and other threads.
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbarrier_init_fence();
     }
     __syncthreads();
     if (threadIdx.x == 0)
@@ -407,16 +404,7 @@ template <typename L, typename T, int STAGES>
 __device__ __forceinline__ void ring_load(frag<L> &t, ring<L, T, STAGES> &r, int64_t row,
                                           float other) {
 #if TILE_HAS_SM90
-    const uint32_t bar = shared_address(&ring_barriers<STAGES>()[r.slot]);
-    uint32_t done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(bar), "r"(r.parity)
-                     : "memory");
-    } while (!done);
+    mbarrier_wait(&ring_barriers<STAGES>()[r.slot], r.parity);
     stage_load<L>(t, stage_buffer<T>() + r.slot * L::BLOCK_N, r.base, row, r.rows, 0, r.cols,
                   r.ld, other);
     __syncthreads(); // the slot's readers are done: the copy engine may overwrite it
