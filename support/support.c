@@ -1,5 +1,7 @@
 #include "support.h"
 
+#include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,43 @@ int support_gpu_open(support_gpu *gpu, const char **why) {
 int support_variant_runs_here(const support_gpu *gpu, const tile_variant_info *info) {
     return gpu->arch >= info->arch_min && (!info->arch_max || gpu->arch <= info->arch_max) &&
            info->smem_bytes <= gpu->smem_limit;
+}
+
+int support_variant_selected(const char *name, const char *filter) {
+    if (!filter || !*filter) return 1;
+    if (strpbrk(filter, "*?[")) return fnmatch(filter, name, 0) == 0;
+    return strstr(name, filter) != NULL;
+}
+
+int support_parse_max_rows(const char *text, int64_t *max_rows) {
+    *max_rows = 0;
+    if (!text || !*text) return 0;
+    /* digits only: strtoll alone would take a sign, leading blanks and a hex prefix */
+    for (const char *c = text; *c; c++)
+        if (*c < '0' || *c > '9') return -1;
+    errno = 0;
+    const long long n = strtoll(text, NULL, 10);
+    if (errno == ERANGE || n < 1) return -1;
+    *max_rows = (int64_t)n;
+    return 0;
+}
+
+int support_test_max_rows(int64_t *max_rows) {
+    const char *text = getenv("FUSEDOPS_TEST_MAX_ROWS");
+    if (support_parse_max_rows(text, max_rows)) {
+        fprintf(stderr, "FAIL FUSEDOPS_TEST_MAX_ROWS=%s: want a whole number of rows, at least 1 "
+                        "(or unset for no cap)\n", text);
+        return -1;
+    }
+    if (*max_rows)
+        printf("FUSEDOPS_TEST_MAX_ROWS=%lld: per-variant cases of more than %lld rows run with "
+               "%lld rows (same columns)\n",
+               (long long)*max_rows, (long long)*max_rows, (long long)*max_rows);
+    return 0;
+}
+
+int64_t support_cap_rows(int64_t rows, int64_t max_rows) {
+    return max_rows > 0 && rows > max_rows ? max_rows : rows;
 }
 
 void support_gpu_close(support_gpu *gpu) {

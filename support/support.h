@@ -30,6 +30,23 @@ typedef struct support_gpu {
 /* Whether `info`'s variant can run on this GPU at all: its arch range and shared memory. */
 int support_variant_runs_here(const support_gpu *gpu, const tile_variant_info *info);
 
+/* The GPU tests' FUSEDOPS_TEST_VARIANT filter: whether variant `name` is selected. NULL or ""
+ * selects every variant; a filter with a glob character (* ? [) must match the whole name
+ * (fnmatch), so `*_staged_n*_v[48]` picks the staged variants without a cluster; any other
+ * filter is a substring of the name. */
+int support_variant_selected(const char *name, const char *filter);
+
+/* FUSEDOPS_TEST_MAX_ROWS=N, the GPU tests' scale-down for compute-sanitizer runs: cases of
+ * more than N rows run with N rows. Parses `text` into *max_rows: 0 (no cap) for NULL or "",
+ * else a whole decimal number of at least 1. Returns 0, or -1 for any other text. */
+int support_parse_max_rows(const char *text, int64_t *max_rows);
+/* Reads FUSEDOPS_TEST_MAX_ROWS into *max_rows as support_parse_max_rows does, and prints a line
+ * saying that the cap is in effect when there is one. Returns -1 with a message on stderr
+ * when the value is invalid: the test should then fail rather than run uncapped. */
+int support_test_max_rows(int64_t *max_rows);
+/* rows, or max_rows where that is a cap (> 0) below rows. */
+int64_t support_cap_rows(int64_t rows, int64_t max_rows);
+
 /* Makes device 0's primary context current. Returns 0, or -1 with the reason in *why. */
 int support_gpu_open(support_gpu *gpu, const char **why);
 void support_gpu_close(support_gpu *gpu);

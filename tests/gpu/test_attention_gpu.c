@@ -12,8 +12,9 @@
  * stay poisoned. Long sequences check a sample of query rows per head against the reference
  * (every row is still checked for being written and finite).
  *
- * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU. FUSEDOPS_TEST_VARIANT=substring
- * limits the per-variant part to matching names. */
+ * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU. FUSEDOPS_TEST_VARIANT=substring (or
+ * a glob over the whole name: support_variant_selected) limits the per-variant part to matching
+ * names. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -375,7 +376,7 @@ static void variant_cases(void) {
         tile_variant_info info = {.struct_size = sizeof info};
         if (tile_variant_get(i, &info) != TILE_STATUS_SUCCESS) continue;
         if (strcmp(info.op, "attention") || !support_variant_runs_here(&gpu, &info)) continue;
-        if (filter && !strstr(info.name, filter)) continue;
+        if (!support_variant_selected(info.name, filter)) continue;
         ran++;
         const int32_t d = (int32_t)info.max_cols, narrow = d > 8 ? d - 8 : d;
         const uint64_t seed = 5000 + (uint64_t)i * 16;

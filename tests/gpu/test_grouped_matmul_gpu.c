@@ -15,8 +15,9 @@
  * element of a group row must be written and finite; rows past the last end, row padding and
  * a guard past C must keep the poison bytes. The padding of A, B and bias holds NaN.
  *
- * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU. FUSEDOPS_TEST_VARIANT=substring
- * limits the per-variant part to matching names; FUSEDOPS_TEST_VERBOSE prints every case. */
+ * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU. FUSEDOPS_TEST_VARIANT=substring (or
+ * a glob over the whole name: support_variant_selected) limits the per-variant part to matching
+ * names; FUSEDOPS_TEST_VERBOSE prints every case. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -122,7 +123,7 @@ static void variant_cases(void) {
         tile_variant_info info = {.struct_size = sizeof info};
         if (tile_variant_get(i, &info) != TILE_STATUS_SUCCESS) continue;
         if (strcmp(info.op, "grouped_matmul") || !support_variant_runs_here(&gpu, &info)) continue;
-        if (filter && !strstr(info.name, filter)) continue;
+        if (!support_variant_selected(info.name, filter)) continue;
         ran++;
         const uint64_t seed = 5000 + (uint64_t)i * 100;
         for (size_t j = 0; j < sizeof shapes / sizeof *shapes; j++)

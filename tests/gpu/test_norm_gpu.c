@@ -16,7 +16,8 @@
  * driver), the rest took 3.9 s on the 2-core build machine.
  *
  * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU, so a skip never reads as a pass.
- * FUSEDOPS_TEST_VARIANT=substring limits the per-variant part to matching names. */
+ * FUSEDOPS_TEST_VARIANT=substring (or a glob over the whole name: support_variant_selected)
+ * limits the per-variant part to matching names. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -554,7 +555,8 @@ static void check_all(const char *only) {
                 int ncache = 0;
                 for (int i = 0; i < nvariants; i++) {
                     variant_entry *v = &variants[i];
-                    if (!variant_takes(v, dt, p.cols) || (only && !strstr(v->info.name, only)) ||
+                    if (!variant_takes(v, dt, p.cols) ||
+                        !support_variant_selected(v->info.name, only) ||
                         (needs_dropout(p.cfg) && !has_dropout(v)))
                         continue;
                     image *im = image_for(cache, &ncache, &p, v->info.align_bytes);
@@ -1148,7 +1150,7 @@ int main(void) {
     check_all(only);
     for (int i = 0; i < nvariants; i++) {
         variant_entry *v = &variants[i];
-        if (only && !strstr(v->info.name, only)) continue;
+        if (!support_variant_selected(v->info.name, only)) continue;
         if (!v->runs_here) { /* arch range, or shared memory (sm_86/89) */
             other_arch++;
             REPORT(!check_arch_mismatch(v), v->info.name);

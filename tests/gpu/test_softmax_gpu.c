@@ -5,7 +5,8 @@
  * context, and a CUDA graph capture.
  *
  * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU, so a skip never reads as a pass.
- * FUSEDOPS_TEST_VARIANT=substring limits the per-variant part to matching names. */
+ * FUSEDOPS_TEST_VARIANT=substring (or a glob over the whole name: support_variant_selected)
+ * limits the per-variant part to matching names. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -467,7 +468,7 @@ int main(void) {
             failed++;
             continue;
         }
-        if (strcmp(v.op, "softmax") || (only && !strstr(v.name, only))) continue;
+        if (strcmp(v.op, "softmax") || !support_variant_selected(v.name, only)) continue;
         if (!support_variant_runs_here(&gpu, &v)) { /* arch range, or shared memory (sm_86/89) */
             other_arch++;
             REPORT(!check_arch_mismatch(i, &v), v.name);
