@@ -29,9 +29,16 @@ run_torch_ops() { # the torch.library ops' tests (per-call overhead included)
 }
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 sanitize() { # name tool test [variant filter]: log to san_NAME.log, a line to san_NAME.sum
-  FUSEDOPS_TEST_VARIANT=${4:-} timeout ${SAN_TIMEOUT:-540} "$cs" --tool $2 --error-exitcode 99 \
-    --report-api-errors no .device/tests/$3 >"$OUT/san_$1.log" 2>&1
-  echo "sanitize $2 $3 ${4:-} rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases,|passed,|checks' "$OUT/san_$1.log" | tail -2 | tr '\n' ' ')" >"$OUT/san_$1.sum"
+  # SAN_MAX_ROWS, when set, is the tests' FUSEDOPS_TEST_MAX_ROWS (unset or empty: no cap).
+  FUSEDOPS_TEST_VARIANT=${4:-} FUSEDOPS_TEST_MAX_ROWS=${SAN_MAX_ROWS:-} timeout ${SAN_TIMEOUT:-540} \
+    "$cs" --tool $2 --error-exitcode 99 --report-api-errors no .device/tests/$3 >"$OUT/san_$1.log" 2>&1
+  local rc=$? log=$OUT/san_$1.log
+  # The test's last line ("N passed, M failed ..." or "N cases, M failures") and the tool's
+  # summary, each named when missing: a run cut short (rc 124) has neither.
+  local result summary
+  result=$(grep -E '^[0-9]+ (passed|cases), [0-9]+ fail' "$log" | tail -1)
+  summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1 | sed -E 's/^=+ *//')
+  echo "sanitize $2 $3 ${4:-}${SAN_MAX_ROWS:+ max_rows=$SAN_MAX_ROWS} rc=$rc: ${result:-no final line} | ${summary:-no sanitizer summary}" >"$OUT/san_$1.sum"
 }
 sanitize_report() { # after the sanitize runs: their lines into the summary, the logs packed
   cat "$OUT"/san_*.sum | tee -a "$S"
@@ -139,6 +146,38 @@ elif [[ $1 == san_ws ]]; then
   # the test always runs), all four tools side by side, and racecheck over the stress test.
   for tool in memcheck racecheck initcheck synccheck; do sanitize attention_ws_$tool $tool test_attention_gpu _ws_ & done
   sanitize stress_racecheck racecheck test_stress_gpu &
+  wait
+  sanitize_report
+elif [[ $1 == san3 ]]; then
+  # racecheck over what no recorded run finished (docs/reliability.md), 16 runs side by side,
+  # each bounded at SAN_TIMEOUT: the softmax variants no recorded family group covers (8-program
+  # clusters, staged and 4096-column loop variants without a cluster), every norm variant by
+  # family, and the stress test (racecheck and initcheck). The softmax and norm tests run with
+  # FUSEDOPS_TEST_MAX_ROWS=SAN_MAX_ROWS (301): their 1823-row cases run with 301 rows. The wide
+  # staged and cluster cases have 3 rows (their columns cost), so those variants come in small
+  # groups. Globs (support_variant_selected) pick the variants without a cluster, whose names
+  # are prefixes of cluster variants' names. Each group NAME=FILTER; its log is san_NAME.log.
+  export SAN_TIMEOUT=${SAN_TIMEOUT:-500}
+  max_rows=${SAN_MAX_ROWS:-301}
+  softmax_groups=(
+    'staged=*_staged_n*_v[48]'                              # 8: staged without a cluster
+    'staged16384_c8=*_staged_n16384_v[48]_c8_sm90'          # 3
+    'staged32768_c8_16bit=*16_staged_n32768_v8_c8_sm90'     # 2
+    'staged32768_c8_f32=*f32_staged_n32768_v4_c8_sm90'      # 1
+    'onepass_loop_c8=*_n*_w*_c8_sm90'                       # 9: one pass and loop, 8-program clusters
+    'loop4096=*_loop_n4096_w16_v[48]'                       # 3: the 4096-column loop without a cluster
+  )
+  norm_groups=( # all 164 norm variants, each in one group
+    'r1_f32=_f32_r1_' 'r1_f16=_f16_r1_' 'r1_bf16=_bf16_r1_' 'r4_r8=*_r[48]_*' 'r16=_r16_'
+    'loop=_loop_' 'cluster=*_c[248]_d[01]_sm90' 'pipe=_pipe_'
+  )
+  for g in "${softmax_groups[@]}"; do
+    SAN_MAX_ROWS=$max_rows sanitize "softmax_${g%%=*}" racecheck test_softmax_gpu "${g#*=}" &
+  done
+  for g in "${norm_groups[@]}"; do
+    SAN_MAX_ROWS=$max_rows sanitize "norm_${g%%=*}" racecheck test_norm_gpu "${g#*=}" &
+  done
+  for tool in racecheck initcheck; do sanitize stress_$tool $tool test_stress_gpu & done
   wait
   sanitize_report
 elif [[ $1 == gmm ]]; then
