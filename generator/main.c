@@ -278,7 +278,7 @@ static void read_tuned(const gen_state *st, const char *path, text *out, int *co
             die("%s:%d: variant '%s' is not a %s %s variant", path, line_no, t.variant, t.op,
                 grid_dtype_names[t.dtype]);
         text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d}, /* %s */\n", t.arch, t.op,
-                    t.dtype, t.rows_log2, t.cols_log2, v, t.variant);
+                    t.dtype, t.rows_log2, t.cols_step, v, t.variant);
         (*count)++;
     }
     free(data);

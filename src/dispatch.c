@@ -72,7 +72,7 @@ static void runtime_table_load(void) {
         }
         /* op points at the registry's string, which outlives the file's buffer */
         runtime_table[runtime_table_count++] = (tile_tuned_entry){
-            t.arch, tile_registry[v].op, (tile_dtype)t.dtype, t.rows_log2, t.cols_log2, v};
+            t.arch, tile_registry[v].op, (tile_dtype)t.dtype, t.rows_log2, t.cols_step, v};
     }
     free(line);
     fclose(f);
@@ -101,23 +101,25 @@ static int32_t floor_log2(int64_t x) {
     }
     return k;
 }
-static int32_t ceil_log2(int64_t x) { return x <= 1 ? 0 : floor_log2(x - 1) + 1; }
 
 /* The tuned table's bucket of a shape: rows to the nearest power of two (in log scale), cols up
- * to a power of two (a one-pass variant's capacity is a power of two of columns). */
-static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *cols_log2) {
+ * to the next column bucket (a power of two or 3 times one, tuning_parse.h). */
+static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *cols_step) {
     int32_t k = floor_log2(p->rows);
     /* rows > 2^(k + 1/2)  <=>  rows^2 > 2^(2k + 1); rows < 2^62 here */
     double r = (double)p->rows;
     *rows_log2 = r * r > (double)(1LL << k) * (double)(1LL << k) * 2.0 ? k + 1 : k;
-    *cols_log2 = ceil_log2(p->cols);
+    *cols_step = tuning_cols_step_up(p->cols);
 }
 
-/* Best entry of `table` for p (a variant with exactly the call's features): distance rows +
- * 4 * cols buckets, at most 3 and 1 away; on
- * equal distance the one with more rows (throughput-bound shapes are the costly ones). */
+/* Best entry of `table` for p (a variant with exactly the call's features): distance rows
+ * buckets + 2 * cols half-power steps (4 per power of two), at most 3 rows buckets and 2 steps
+ * away; on equal distance the one with more rows (throughput-bound shapes are the costly
+ * ones), then more cols (a tile that holds the row), then the first listed: tune lists a
+ * bucket's winner first and then, for each narrower alignment, the fastest variant that takes
+ * it, so an entry the call's alignment rules out leaves the next one. */
 static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
-                          int32_t rows_log2, int32_t cols_log2, const tile_tuned_entry **best,
+                          int32_t rows_log2, int32_t cols_step, const tile_tuned_entry **best,
                           int32_t *best_distance) {
     for (int32_t i = 0; i < count; i++) {
         const tile_tuned_entry *e = &table[i];
@@ -126,12 +128,14 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         /* Winners were timed on calls with their features: a dropout variant's entry is for
          * dropout calls, not for the plain ones it could also run (more slowly). */
         if (tile_registry[e->variant].features != p->features) continue;
-        int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_log2 - cols_log2;
+        int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_step - cols_step;
         int32_t adr = dr < 0 ? -dr : dr, adc = dc < 0 ? -dc : dc;
-        if (adc > 1 || adr > 3) continue;
-        int32_t distance = adr + 4 * adc;
+        if (adc > 2 || adr > 3) continue;
+        int32_t distance = adr + 2 * adc;
         if (distance < *best_distance ||
-            (distance == *best_distance && *best && e->rows_log2 > (*best)->rows_log2)) {
+            (distance == *best_distance && *best &&
+             (e->rows_log2 > (*best)->rows_log2 ||
+              (e->rows_log2 == (*best)->rows_log2 && e->cols_step > (*best)->cols_step)))) {
             *best_distance = distance;
             *best = e;
         }
@@ -259,15 +263,15 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     pthread_once(&runtime_table_once, runtime_table_load);
     if (runtime_table_status != TILE_STATUS_SUCCESS)
         return tile_fail(runtime_table_status, "%s", runtime_table_message);
-    int32_t rows_log2, cols_log2;
-    shape_bucket(p, &rows_log2, &cols_log2);
+    int32_t rows_log2, cols_step;
+    shape_bucket(p, &rows_log2, &cols_step);
     /* Each table's nearest entry on its own (ties toward more rows); the run-time table's
      * stands unless the compiled one is strictly closer to the shape's bucket. */
     const tile_tuned_entry *runtime_best = NULL, *compiled_best = NULL;
     int32_t runtime_distance = 1 << 30, compiled_distance = 1 << 30;
-    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_log2, &runtime_best,
+    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_step, &runtime_best,
                   &runtime_distance);
-    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_log2, &compiled_best,
+    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_step, &compiled_best,
                   &compiled_distance);
     const tile_tuned_entry *best = runtime_best;
     int32_t best_distance = runtime_distance;
@@ -281,7 +285,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         snprintf(decision->reason, sizeof decision->reason,
                  "%s: %s table for sm_%d, bucket %lldx%lld%s", tile_rule_string(decision->rule),
                  best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
-                 1LL << best->rows_log2, 1LL << best->cols_log2,
+                 1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)");
         return TILE_STATUS_SUCCESS;
     }
@@ -292,7 +296,8 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     snprintf(decision->reason, sizeof decision->reason,
              "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated cost "
              "%.2f among %d eligible",
-             p->arch, 1LL << rows_log2, 1LL << cols_log2, best_cost, eligible);
+             p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
+             eligible);
     return TILE_STATUS_SUCCESS;
 }
 

@@ -26,13 +26,14 @@ typedef struct tile_variant {
 extern const tile_variant tile_registry[];
 extern const int32_t tile_registry_count;
 
-/* A tuned winner: for (arch, op, dtype) and the shape bucket (2^rows_log2, 2^cols_log2). */
+/* A tuned winner: for (arch, op, dtype) and the shape bucket (2^rows_log2,
+ * tuning_cols_of_step(cols_step)). */
 typedef struct tile_tuned_entry {
     int32_t arch;
     const char *op;
     tile_dtype dtype;
     int32_t rows_log2;
-    int32_t cols_log2;
+    int32_t cols_step;
     int32_t variant; /* index into tile_registry */
 } tile_tuned_entry;
 

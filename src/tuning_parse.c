@@ -14,6 +14,24 @@ static int exact_log2(long long v) {
     return v == 1 ? k : -1;
 }
 
+int64_t tuning_cols_of_step(int32_t step) {
+    if (step == 1) return 2; /* no bucket between 1 and 2: the next one */
+    return step % 2 ? (int64_t)3 << ((step - 1) / 2 - 1) : (int64_t)1 << (step / 2);
+}
+
+int32_t tuning_cols_step_exact(long long cols) {
+    const int k = exact_log2(cols);
+    if (k >= 0) return 2 * k;
+    const int h = cols % 3 ? -1 : exact_log2(cols / 3); /* 3 * 2^h = step 2h + 3 */
+    return h >= 0 ? 2 * h + 3 : -1;
+}
+
+int32_t tuning_cols_step_up(int64_t cols) {
+    int32_t step = 0;
+    while (step < 125 && tuning_cols_of_step(step) < cols) step += step == 0 ? 2 : 1;
+    return step;
+}
+
 int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) {
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
     size_t n = strlen(line);
@@ -48,15 +66,18 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
     }
     long long rows = 0, colsv = 0;
     if (sscanf(cols[3], "%lldx%lld%c", &rows, &colsv, &tail) != 2 || exact_log2(rows) < 0 ||
-        exact_log2(colsv) < 0) {
-        snprintf(err, err_size, "bucket '%s' is not ROWSxCOLS in powers of two", cols[3]);
+        tuning_cols_step_exact(colsv) < 0) {
+        snprintf(err, err_size,
+                 "bucket '%s' is not ROWSxCOLS (rows a power of two, cols a power of two or 3 "
+                 "times one)",
+                 cols[3]);
         return -1;
     }
     out->arch = (int32_t)arch;
     out->op = cols[1];
     out->dtype = dtype;
     out->rows_log2 = exact_log2(rows);
-    out->cols_log2 = exact_log2(colsv);
+    out->cols_step = tuning_cols_step_exact(colsv);
     out->variant = cols[4];
     return 1;
 }

@@ -11,9 +11,21 @@ typedef struct tuning_line {
     int32_t arch;            /* 90 for sm_90 */
     const char *op;          /* points into the line */
     int32_t dtype;           /* tile_dtype */
-    int32_t rows_log2, cols_log2;
+    int32_t rows_log2;       /* rows bucket 2^rows_log2 */
+    int32_t cols_step;       /* cols bucket tuning_cols_of_step(cols_step) */
     const char *variant;     /* points into the line */
 } tuning_line;
+
+/* Column buckets: the powers of two and the values halfway between them in log scale, rounded
+ * to 3 * 2^(k-1) (3, 6, 12, ..., 768, 1536, ...), numbered in half-power steps: step 2k is 2^k,
+ * step 2k + 1 is 3 * 2^(k-1) (k >= 1; step 1 does not exist). A one-pass row tile's capacity
+ * is a power of two, but whether a two-pass loop beats it depends on how full the tile is, so
+ * rows are tuned at the midpoints too. */
+int64_t tuning_cols_of_step(int32_t step);
+/* The step of a bucket value, or -1 when `cols` is not one. */
+int32_t tuning_cols_step_exact(long long cols);
+/* The step of the smallest bucket holding `cols` (>= 1) columns. */
+int32_t tuning_cols_step_up(int64_t cols);
 
 /* Parses `line` in place (tabs become NULs). Returns 1 for an entry, 0 for a line to skip
  * (blank, '#' comment, the header), -1 with a message in err for a malformed line. */

@@ -668,7 +668,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (pr == 1) {
         CHECK(t.arch >= 10);
         CHECK(t.dtype >= 0 && t.dtype < TILE_DTYPE_COUNT_);
-        CHECK(t.rows_log2 >= 0 && t.rows_log2 < 63 && t.cols_log2 >= 0 && t.cols_log2 < 63);
+        CHECK(t.rows_log2 >= 0 && t.rows_log2 < 63 && t.cols_step >= 0 && t.cols_step < 126);
+        CHECK(t.cols_step != 1 && tuning_cols_step_exact(tuning_cols_of_step(t.cols_step)) == t.cols_step);
         CHECK(t.op >= tail && t.op <= tail + tail_len);
         CHECK(t.variant >= tail && t.variant <= tail + tail_len);
     } else if (pr == -1) {

@@ -13,6 +13,7 @@
 
 #include "fusedops.h"
 #include "internal.h"
+#include "tuning_parse.h"
 
 static const tile_dtype dtypes[] = {TILE_DTYPE_F32, TILE_DTYPE_F16, TILE_DTYPE_BF16};
 static const int32_t arches[] = {80, 86, 87, 89, 90, 100, 120};
@@ -541,7 +542,7 @@ static void test_tuned_table(void **state) {
         const tile_variant *v = &tile_registry[e->variant];
         assert_string_equal(v->op, e->op);
         assert_int_equal(v->dtype, e->dtype);
-        const int64_t rows = 1LL << e->rows_log2, cols = 1LL << e->cols_log2;
+        const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
         tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0};
         /* explain decides for calls without optional features (no dropout) */
         if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
@@ -551,7 +552,7 @@ static void test_tuned_table(void **state) {
         for (int32_t j = 0; j < tile_tuned_count; j++) {
             const tile_tuned_entry *f = &tile_tuned_table[j];
             if (f->arch == e->arch && f->dtype == e->dtype && !strcmp(f->op, e->op) &&
-                f->rows_log2 == e->rows_log2 && f->cols_log2 == e->cols_log2 &&
+                f->rows_log2 == e->rows_log2 && f->cols_step == e->cols_step &&
                 f->variant == d.variant)
                 listed = 1;
         }
@@ -563,6 +564,19 @@ static void test_tuned_table(void **state) {
 
 static void test_internal_helpers(void **state) {
     (void)state;
+    /* column buckets: powers of two and 3 x powers of two, in half-power steps */
+    static const struct { int64_t cols; int32_t step; int64_t bucket; } buckets[] = {
+        {1, 0, 1},      {2, 2, 2},      {3, 3, 3},       {4, 4, 4},       {5, 5, 6},
+        {7, 6, 8},      {700, 19, 768}, {768, 19, 768},  {769, 20, 1024}, {781, 20, 1024},
+        {9000, 27, 12288}, {50000, 32, 65536}, {1LL << 40, 80, 1LL << 40}};
+    for (size_t i = 0; i < sizeof buckets / sizeof *buckets; i++) {
+        assert_int_equal(tuning_cols_step_up(buckets[i].cols), buckets[i].step);
+        assert_int_equal(tuning_cols_of_step(buckets[i].step), buckets[i].bucket);
+        assert_int_equal(tuning_cols_step_exact(buckets[i].bucket), buckets[i].step);
+    }
+    assert_int_equal(tuning_cols_step_exact(7), -1);
+    assert_int_equal(tuning_cols_step_exact(9), -1);
+    assert_int_equal(tuning_cols_step_exact(0), -1);
     assert_int_equal(tile_alignment_of(0), 256);
     assert_int_equal(tile_alignment_of(1), 1);
     assert_int_equal(tile_alignment_of(6), 2);

@@ -808,11 +808,11 @@ static void test_gen_tuned_tables(void **state) {
     char *tuned = slurp(path, NULL);
     assert_non_null(tuned);
     assert_contains(tuned, "tile_tuned_count = 3;");
-    assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 12, 12, ");
+    assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 12, 24, ");
     assert_contains(tuned, "softmax_bf16_r1_n4096_w4_v8");
-    assert_contains(tuned, "{90, \"attention\", (tile_dtype)1, 16, 7, ");
+    assert_contains(tuned, "{90, \"attention\", (tile_dtype)1, 16, 14, ");
     assert_contains(tuned, "attention_f16_d128_m128_n128_w8_s2_wgmma_sm90");
-    assert_contains(tuned, "{90, \"grouped_matmul\", (tile_dtype)2, 8, 12, ");
+    assert_contains(tuned, "{90, \"grouped_matmul\", (tile_dtype)2, 8, 24, ");
     free(tuned);
 
     /* Errors name the TSV file and line. */

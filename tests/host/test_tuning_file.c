@@ -89,11 +89,18 @@ static tile_status explain_grouped(int32_t groups, int64_t total_m, int64_t k, i
     return tile_grouped_matmul_explain(&g, 90, d);
 }
 
+/* A bucket's entries as tune writes them: the winner (16-byte accesses), then the fastest
+ * variant that takes 2-byte aligned rows. */
+#define WIDE_WINNER "softmax_bf16_r32_n64_w4_v8"
+#define NARROW_WINNER "softmax_bf16_r8_n64_w4_v1"
+
 static void test_good_table(void **state) {
     (void)state;
     write_table("sm_90\tsoftmax\tbf16\t8x8\t" PLANTED "\t1.0\t-\t0\n"
                 "# a comment line\n"
                 "sm_90\tsoftmax\tbf16\t64x32\t" PLANTED "\t1.0\t-\t0\n"
+                "sm_90\tsoftmax\tbf16\t16x48\t" WIDE_WINNER "\t1.0\t-\t0\n"
+                "sm_90\tsoftmax\tbf16\t16x48\t" NARROW_WINNER "\t1.2\t-\t0\n"
                 "sm_90\tattention\tbf16\t4096x64\t" PLANTED_ATTENTION "\t1.0\t-\t0\n"
                 "sm_90\tgrouped_matmul\tbf16\t256x4096\t" PLANTED_GMM "\t1.0\t-\t0\n");
     tile_decision d;
@@ -109,6 +116,20 @@ static void test_good_table(void **state) {
     assert_int_equal(explain(8, 16, &d), TILE_STATUS_SUCCESS);
     assert_int_equal(d.rule, TILE_RULE_NEAREST);
     assert_string_equal(variant_name(d.variant), PLANTED);
+    /* cols between two powers of two: 40 and 33 columns go to the 48 bucket (3 x 16). Rows of
+     * 40 bf16 (80 bytes) take the winner's 16-byte accesses; rows of 33 (66 bytes, so 2-byte
+     * aligned) rule it out and take the bucket's next entry, the narrow one. */
+    assert_int_equal(explain(16, 40, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_string_equal(variant_name(d.variant), WIDE_WINNER);
+    assert_non_null(strstr(d.reason, "bucket 16x48"));
+    assert_int_equal(explain(16, 33, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_string_equal(variant_name(d.variant), NARROW_WINNER);
+    assert_non_null(strstr(d.reason, "bucket 16x48"));
+    /* 49 columns are past the 48 bucket: 64, which the file has no entry for */
+    assert_int_equal(explain(16, 49, &d), TILE_STATUS_SUCCESS);
+    assert_true(d.rule != TILE_RULE_TUNED || !strstr(d.reason, "FUSEDOPS_TUNING_FILE"));
     /* an entry whose variant cannot take the shape is skipped: 8 x 100 needs more than 32
      * columns, so the planted variant is never chosen */
     assert_int_equal(explain(8, 100, &d), TILE_STATUS_SUCCESS);
@@ -155,8 +176,8 @@ static void test_good_table_compute_ops(void **state) {
     assert_string_equal(variant_name(d.variant), PLANTED_GMM);
     assert_int_equal(d.rule, TILE_RULE_TUNED);
     assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 256x4096"));
-    /* 300 rows a group, n 3000, B [g, n, k]: the same bucket (the layout is not in the key) */
-    assert_int_equal(explain_grouped(10, 3000, 512, 3000, 1, &d), TILE_STATUS_SUCCESS);
+    /* 300 rows a group, n 3584, B [g, n, k]: the same bucket (the layout is not in the key) */
+    assert_int_equal(explain_grouped(10, 3000, 512, 3584, 1, &d), TILE_STATUS_SUCCESS);
     assert_int_equal(d.rule, TILE_RULE_TUNED);
     assert_string_equal(variant_name(d.variant), PLANTED_GMM);
     /* one group of 2^20 rows: too far, the heuristic's warp-specialized pick */
@@ -182,7 +203,7 @@ static void test_malformed_table(void **state) {
     char where[300];
     snprintf(where, sizeof where, "%s:3:", path); /* header is line 1 */
     expect_failure(where);
-    expect_failure("powers of two");
+    expect_failure("is not ROWSxCOLS");
 }
 
 static void test_unknown_variant(void **state) {
