@@ -1,34 +1,43 @@
 #!/usr/bin/env bash
-# Re-tunes the row ops on the lent GPU (over a carried .device/, scripts/device_pack.sh):
-# `fusedops tune` for softmax and norm per dtype, then the held-out check of the compiled
-# table as it stands (the baseline; tune does not load what it writes), each bounded so that a slow dtype still
-# leaves the others' lines. Writes $OUT/{verify_*_before.txt,softmax_*.tsv,norm_*.tsv,tune.log}
-# and prints a short table last. Usage: bash scripts/device_tune.sh [baseline] [tune]
+# Re-tunes the row ops on the lent GPU (over a carried .device/, scripts/device_pack.sh), in
+# parts that fit a device call. Steps, in this order:
+#   tune      `fusedops tune` for softmax and norm (cols >= 256), per dtype, shapes of at
+#             least TUNE_MIN_ROWS rows (1), each bounded by TUNE_TIMEOUT seconds so that a slow
+#             dtype still leaves the others' lines: $OUT/{softmax,norm}_DTYPE.tsv
+#   verify    the held-out check (`fusedops tune --verify`) of softmax and norm with the
+#             compiled table plus, through FUSEDOPS_TUNING_FILE, what this call's tune wrote
+#             (rest.tsv): $OUT/verify_{softmax,norm}.txt
+#   baseline  the same check of the compiled table alone: $OUT/verify_{softmax,norm}_before.txt
+# Everything under $OUT is packed into tune.tgz (few files come back from a call); a short
+# table is printed last. Usage: bash scripts/device_tune.sh [tune] [verify] [baseline]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib
-F=.device/bin/fusedops
+F=$PWD/.device/bin/fusedops
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+W=$(mktemp -d)
 S=$OUT/summary.txt
-steps=" ${*:-baseline tune} "
+steps=" ${*:-tune verify} "
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$S"
 stamp() { echo "$(date +%T) $*" | tee -a "$S"; }
 if [[ $steps == *" tune "* ]]; then
-  for dt in bf16 f16 f32; do
-    timeout ${TUNE_TIMEOUT:-120} $F tune --op softmax --dtype $dt --out "$OUT/softmax_$dt.tsv" 2>>"$OUT/tune.log"
-    stamp "tune softmax $dt rc=$? $(grep -vc '^arch' "$OUT/softmax_$dt.tsv") lines"
-  done
-  for dt in bf16 f16 f32; do
-    timeout ${TUNE_TIMEOUT:-120} $F tune --op norm --min-cols 256 --dtype $dt --out "$OUT/norm_$dt.tsv" 2>>"$OUT/tune.log"
-    stamp "tune norm $dt rc=$? $(grep -vc '^arch' "$OUT/norm_$dt.tsv") lines"
-  done
-fi
-if [[ $steps == *" baseline "* ]]; then
   for op in softmax norm; do
-    timeout ${VERIFY_TIMEOUT:-150} $F tune --verify --op $op --out "$OUT/verify_${op}_before.txt" 2>>"$OUT/tune.log"
-    stamp "verify $op (before) rc=$? $(tail -2 "$OUT/verify_${op}_before.txt" | tr '\n' ' ')"
+    for dt in bf16 f16 f32; do
+      timeout ${TUNE_TIMEOUT:-120} $F tune --op $op --dtype $dt --min-rows ${TUNE_MIN_ROWS:-1} \
+        $([[ $op == norm ]] && echo --min-cols 256) --out "$W/${op}_$dt.tsv" 2>>"$W/tune.log"
+      stamp "tune $op $dt rows >= ${TUNE_MIN_ROWS:-1} rc=$? $(grep -vc '^arch' "$W/${op}_$dt.tsv") lines"
+    done
   done
+  cat "$W"/*_*.tsv | grep -v '^arch' >"$W/rest.tsv"
 fi
+verify() { # suffix, then the environment for fusedops
+  for op in softmax norm; do
+    env "${@:2}" timeout ${VERIFY_TIMEOUT:-170} $F tune --verify --op $op --out "$W/verify_$op$1.txt" 2>>"$W/tune.log"
+    stamp "verify $op$1 rc=$? $(tail -2 "$W/verify_$op$1.txt" | tr '\n' ' ')"
+  done
+}
+[[ $steps == *" verify "* ]] && verify "" FUSEDOPS_TUNING_FILE=$([[ -s $W/rest.tsv ]] && echo "$W/rest.tsv")
+[[ $steps == *" baseline "* ]] && verify _before FUSEDOPS_TUNING_FILE=
+(cd "$W" && tar czf "$OUT/tune.tgz" .)
 echo "---- summary"
 cat "$S"
