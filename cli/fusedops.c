@@ -676,6 +676,19 @@ static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_o
     if (repeats > 64) repeats = 64;
     tile_status s = TILE_STATUS_SUCCESS;
     int launch = 0;
+    /* A probe first: one launch to warm up (module load), then one timed; the batch shrinks
+     * to about 1 ms at the probe's rate. The callers' batch assumes a variant near the
+     * ceiling; a slow one (a wide tile on narrow rows) would otherwise run for seconds. */
+    for (int probe = 0; probe < 2 && batch > 1 && variant != -2 && s == TILE_STATUS_SUCCESS;
+         probe++, launch++) {
+        SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
+        s = launch_op(op, variant, dtype, b, launch, rows, cols);
+        SUPPORT_CHECK(gpu, d->cuEventRecord(stop, NULL));
+        SUPPORT_CHECK(gpu, d->cuEventSynchronize(stop));
+        float ms;
+        SUPPORT_CHECK(gpu, d->cuEventElapsedTime(&ms, start, stop));
+        if (probe == 1 && ms > 0 && batch > 1.0 / ms) batch = 1.0 / ms < 1 ? 1 : (int)(1.0 / ms);
+    }
     for (int r = -1; r < repeats && s == TILE_STATUS_SUCCESS; r++) { /* r == -1: warm-up */
         SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
         for (int k = 0; k < batch && s == TILE_STATUS_SUCCESS; k++, launch++) {

@@ -8,8 +8,11 @@
 #             compiled table plus, through FUSEDOPS_TUNING_FILE, what this call's tune wrote
 #             (rest.tsv): $OUT/verify_{softmax,norm}.txt
 #   baseline  the same check of the compiled table alone: $OUT/verify_{softmax,norm}_before.txt
-# Everything under $OUT is packed into tune.tgz (few files come back from a call); a short
-# table is printed last. Usage: bash scripts/device_tune.sh [tune] [verify] [baseline]
+#   tests     the GPU tests (.device/tests) and `fusedops check --quick`, each bounded by
+#             TEST_TIMEOUT: $OUT/tests.log
+# What the steps write is packed into $OUT/tune.tgz after each one (few files come back from
+# a call, and a call cut short keeps what was done); a short table is printed last.
+# Usage: bash scripts/device_tune.sh [tune] [verify] [baseline] [tests]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib
@@ -19,7 +22,7 @@ W=$(mktemp -d)
 S=$OUT/summary.txt
 steps=" ${*:-tune verify} "
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$S"
-stamp() { echo "$(date +%T) $*" | tee -a "$S"; }
+stamp() { echo "$(date +%T) $*" | tee -a "$S"; (cd "$W" && tar czf "$OUT/tune.tgz" .); }
 if [[ $steps == *" tune "* ]]; then
   for op in softmax norm; do
     for dt in bf16 f16 f32; do
@@ -38,6 +41,14 @@ verify() { # suffix, then the environment for fusedops
 }
 [[ $steps == *" verify "* ]] && verify "" FUSEDOPS_TUNING_FILE=$([[ -s $W/rest.tsv ]] && echo "$W/rest.tsv")
 [[ $steps == *" baseline "* ]] && verify _before FUSEDOPS_TUNING_FILE=
-(cd "$W" && tar czf "$OUT/tune.tgz" .)
+if [[ $steps == *" tests "* ]]; then
+  for t in .device/tests/test_*; do
+    timeout ${TEST_TIMEOUT:-150} "$t" >"$W/test.tmp" 2>&1
+    stamp "$(basename "$t") rc=$? $(tail -1 "$W/test.tmp")"
+    cat "$W/test.tmp" >>"$W/tests.log"
+  done
+  timeout ${TEST_TIMEOUT:-150} $F check --quick >"$W/check.log" 2>&1
+  stamp "check --quick rc=$? $(tail -1 "$W/check.log")"
+fi
 echo "---- summary"
 cat "$S"
