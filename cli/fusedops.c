@@ -17,8 +17,9 @@
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--variant NAME] [--iters N]     TFLOP/s, group sizes skewed (Dirichlet)
  *   fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D] [--out FILE]
- *                 [--verify] [--min-rows N] [--min-cols N]  time every eligible variant over a grid
- *                                                and write the winners (autotune_results/)
+ *                 [--verify] [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]
+ *                                                time every eligible variant over a shape
+ *                                                grid and write the winners (autotune_results/)
  *   fusedops version
  *
  * OP: softmax, log_softmax, layernorm, rmsnorm, residual_dropout, residual_dropout_norm;
@@ -99,7 +100,7 @@ static int usage(const char *msg) {
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D]"
-          " [--out FILE] [--verify] [--min-rows N] [--min-cols N]\n"
+          " [--out FILE] [--verify]\n                [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]\n"
           "  fusedops version\n"
           "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n"
           "attention: B batch, H query heads, S query length, D head_dim\n"
@@ -1087,14 +1088,28 @@ static int rowwise_grid_cols(int64_t *cols) {
 }
 
 /* softmax and norm: dense rows x cols, x rotated (buffers_alloc) over copies cut from one
- * random pool per dtype. Tuned on the grid (rows powers of 8, cols rowwise_grid_cols),
+ * random pool per dtype. Tuned on the grid (rows tune_rows, cols rowwise_grid_cols),
  * verified on shapes between its points (held out). */
-static void tune_rowwise(tune_run *r, const char *family, int dtype_only, int64_t min_rows,
-                         int64_t min_cols) {
+/* The part of a grid that one tune run covers (--min-rows, --max-rows, --min-cols, --max-cols:
+ * a table re-measured in parts, or in pieces that fit a time limit). */
+typedef struct tune_range {
+    int64_t min_rows, max_rows, min_cols, max_cols;
+} tune_range;
+
+static int in_range(const tune_range *g, int64_t rows, int64_t cols) {
+    return rows >= g->min_rows && rows <= g->max_rows && cols >= g->min_cols &&
+           cols <= g->max_cols;
+}
+
+static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
+                         const tune_range *range) {
     /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
     const int norm = !strcmp(family, "norm");
     const cli_op op = norm ? OP_LAYERNORM : OP_SOFTMAX;
-    static const int64_t tune_rows[] = {1, 8, 64, 512, 4096, 32768};
+    /* few rows: the GPU is underfilled and winners change slowly; from 256 rows on, how the
+     * programs fill the SMs moves them, so every power of two */
+    static const int64_t tune_rows[] = {1,    8,    64,   256,   512,  1024,
+                                        2048, 4096, 8192, 16384, 32768};
     static const int64_t verify_shapes[][2] = {
         {3, 1000},    {100, 3000},  {777, 781},   {2000, 5000},  {5000, 12000}, {300, 50000},
         {1500, 700},  {20000, 200}, {8, 300000},  {64, 100000},  {10000, 2500}, {123, 33000},
@@ -1110,8 +1125,8 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only, int64_
         for (size_t i = 0; i < sizeof tune_rows / sizeof *tune_rows; i++)
             for (int j = 0; j < ncols; j++) {
                 /* at most 2^26 elements: keeps it short */
-                if (tune_rows[i] * cols[j] > ((int64_t)1 << 26) || cols[j] < min_cols ||
-                    tune_rows[i] < min_rows)
+                if (tune_rows[i] * cols[j] > ((int64_t)1 << 26) ||
+                    !in_range(range, tune_rows[i], cols[j]))
                     continue;
                 shapes[nshapes][0] = tune_rows[i];
                 shapes[nshapes++][1] = cols[j];
@@ -1258,8 +1273,7 @@ static int has_variants(const char *family, int dtype) {
 
 /* attention and grouped matmul over their grid (or held-out problems), for each dtype that has
  * variants of the op. */
-static void tune_compute(tune_run *r, cli_op op, int dtype_only, int64_t min_rows,
-                         int64_t min_cols) {
+static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_range *range) {
     int64_t shapes[64][6] = {{0}};
     int n = 0;
     if (op == OP_ATTENTION && r->verify) {
@@ -1291,7 +1305,7 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, int64_t min_row
         for (int i = 0; i < n; i++) {
             const int64_t rows = op == OP_ATTENTION ? shapes[i][0] * shapes[i][1] * shapes[i][3]
                                                     : shapes[i][1] / shapes[i][0];
-            if (shapes[i][op == OP_ATTENTION ? 4 : 3] < min_cols || rows < min_rows) continue;
+            if (!in_range(range, rows, shapes[i][op == OP_ATTENTION ? 4 : 3])) continue;
             bench_buffers b;
             compute_setup(r->gpu, op, dtype, shapes[i], p, &b);
             const int batch = batch_for_flops(p->flops);
@@ -1320,15 +1334,17 @@ static int cmd_tune(int argc, char **argv) {
     options o;
     const char *out_path = NULL;
     int verify = 0;
-    int64_t min_rows = 1, min_cols = 1;
+    tune_range range = {1, INT64_MAX, 1, INT64_MAX};
     /* --out FILE and --verify are tune's own; the rest are the common options. */
     char *rest[64];
     int nrest = 0;
     for (int i = 0; i < argc && nrest < 64; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--verify")) verify = 1;
-        else if (!strcmp(argv[i], "--min-cols") && i + 1 < argc) min_cols = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--min-rows") && i + 1 < argc) min_rows = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--min-cols") && i + 1 < argc) range.min_cols = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--max-cols") && i + 1 < argc) range.max_cols = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--min-rows") && i + 1 < argc) range.min_rows = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--max-rows") && i + 1 < argc) range.max_rows = atoll(argv[++i]);
         else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
@@ -1358,8 +1374,8 @@ static int cmd_tune(int argc, char **argv) {
     tune_run r = {.gpu = &gpu, .out = out, .verify = verify, .tty = isatty(fileno(stderr))};
     if (!verify)
         fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
-    if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, min_rows, min_cols);
-    else tune_rowwise(&r, family, o.dtype, min_rows, min_cols);
+    if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, &range);
+    else tune_rowwise(&r, family, o.dtype, &range);
     if (r.tty) fputc('\n', stderr);
     if (verify)
         fprintf(out, "# held-out check of %s on %s: dispatched variant within 5%% of the fastest "

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Re-tunes the row ops on the lent GPU (over a carried .device/, scripts/device_pack.sh), in
 # parts that fit a device call. Steps, in this order:
-#   tune      `fusedops tune` for softmax and norm (cols >= 256), per dtype, shapes of at
-#             least TUNE_MIN_ROWS rows (1), each bounded by TUNE_TIMEOUT seconds so that a slow
-#             dtype still leaves the others' lines: $OUT/{softmax,norm}_DTYPE.tsv
+#   tune      `fusedops tune` runs (TUNE_JOBS, below; default softmax, and norm with cols >=
+#             256), per dtype, each bounded by TUNE_TIMEOUT seconds so that a slow dtype still
+#             leaves the others' lines: OP_DTYPE_RUN.tsv
 #   verify    the held-out check (`fusedops tune --verify`) of softmax and norm with the
 #             compiled table plus, through FUSEDOPS_TUNING_FILE, what this call's tune wrote
-#             (rest.tsv): $OUT/verify_{softmax,norm}.txt
-#   baseline  the same check of the compiled table alone: $OUT/verify_{softmax,norm}_before.txt
+#             (rest.tsv): verify_{softmax,norm}.txt
+#   baseline  the same check of the compiled table alone: verify_{softmax,norm}_before.txt
 #   tests     the GPU tests (.device/tests) and `fusedops check --quick`, each bounded by
-#             TEST_TIMEOUT: $OUT/tests.log
+#             TEST_TIMEOUT: tests.log
 # What the steps write is packed into $OUT/tune.tgz after each one (few files come back from
 # a call, and a call cut short keeps what was done); a short table is printed last.
 # Usage: bash scripts/device_tune.sh [tune] [verify] [baseline] [tests]
@@ -24,14 +24,18 @@ steps=" ${*:-tune verify} "
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$S"
 stamp() { echo "$(date +%T) $*" | tee -a "$S"; (cd "$W" && tar czf "$OUT/tune.tgz" .); }
 if [[ $steps == *" tune "* ]]; then
-  for op in softmax norm; do
+  # TUNE_JOBS: runs separated by ';', each "OP: options" (tune's --min-rows, --max-rows,
+  # --min-cols, --max-cols), each run for every dtype
+  IFS=';' read -ra jobs <<<"${TUNE_JOBS:-softmax:;norm: --min-cols 256}"
+  for j in "${!jobs[@]}"; do
+    op=${jobs[$j]%%:*} args=${jobs[$j]#*:}
+    op=${op// /}
     for dt in bf16 f16 f32; do
-      timeout ${TUNE_TIMEOUT:-120} $F tune --op $op --dtype $dt --min-rows ${TUNE_MIN_ROWS:-1} \
-        $([[ $op == norm ]] && echo --min-cols 256) --out "$W/${op}_$dt.tsv" 2>>"$W/tune.log"
-      stamp "tune $op $dt rows >= ${TUNE_MIN_ROWS:-1} rc=$? $(grep -vc '^arch' "$W/${op}_$dt.tsv") lines"
+      timeout ${TUNE_TIMEOUT:-120} $F tune --op $op --dtype $dt $args --out "$W/${op}_${dt}_$j.tsv" 2>>"$W/tune.log"
+      stamp "tune $op $dt$args rc=$? $(grep -vc '^arch' "$W/${op}_${dt}_$j.tsv") lines"
     done
   done
-  cat "$W"/*_*.tsv | grep -v '^arch' >"$W/rest.tsv"
+  cat "$W"/*_*_*.tsv | grep -v '^arch' >"$W/rest.tsv"
 fi
 verify() { # suffix, then the environment for fusedops
   for op in softmax norm; do
