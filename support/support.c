@@ -80,6 +80,31 @@ int64_t support_cap_rows(int64_t rows, int64_t max_rows) {
     return max_rows > 0 && rows > max_rows ? max_rows : rows;
 }
 
+int support_is_persistent(const tile_variant_info *info) {
+    return strstr(info->name, "_persistent_") != NULL || strstr(info->name, "_pipe_") != NULL;
+}
+
+int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info) {
+    int blocks = 0, threads = 0, smem = 0;
+    SUPPORT_CHECK(gpu, gpu->drv->cuDeviceGetAttribute(
+                           &blocks, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, gpu->device));
+    SUPPORT_CHECK(gpu, gpu->drv->cuDeviceGetAttribute(
+                           &threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+                           gpu->device));
+    SUPPORT_CHECK(gpu, gpu->drv->cuDeviceGetAttribute(
+                           &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                           gpu->device));
+    int32_t bound = blocks;
+    if (info->threads > 0 && threads / info->threads < bound) bound = threads / info->threads;
+    if (info->smem_bytes > 0 && smem / info->smem_bytes < bound) bound = smem / info->smem_bytes;
+    return bound > 1 ? bound : 1; /* a variant that runs here has at least one resident */
+}
+
+int64_t support_persistent_walk_rows(const support_gpu *gpu, const tile_variant_info *info,
+                                     int64_t walk_length) {
+    return walk_length * gpu->sm_count * support_programs_per_sm_bound(gpu, info) + 7;
+}
+
 void support_gpu_close(support_gpu *gpu) {
     if (gpu->drv && gpu->context) gpu->drv->cuDevicePrimaryCtxRelease(gpu->device);
     gpu->context = NULL;

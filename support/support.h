@@ -47,6 +47,21 @@ int support_test_max_rows(int64_t *max_rows);
 /* rows, or max_rows where that is a cap (> 0) below rows. */
 int64_t support_cap_rows(int64_t rows, int64_t max_rows);
 
+/* Persistent variants (names with `_persistent_` or `_pipe_`: the softmax and norm ones, one
+ * row per program per step, no cluster) launch SMs x (programs resident per SM) programs, an
+ * occupancy the library queries for itself (cuOccupancyMaxActiveBlocksPerMultiprocessor on its
+ * own kernel handle) and does not export. support_programs_per_sm_bound is an upper bound of
+ * it from this GPU's per-SM limits on resident programs, threads and shared memory (the
+ * variant's dynamic shared memory only: registers, static shared memory and the driver's
+ * reserve can only lower the true figure). */
+int support_is_persistent(const tile_variant_info *info);
+int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info);
+/* Rows enough that every program of persistent variant `info` walks at least
+ * `walk_length` rows here: walk_length x SMs x the bound above, plus 7 so that the
+ * walk ends ragged (some programs take one row more than others). */
+int64_t support_persistent_walk_rows(const support_gpu *gpu, const tile_variant_info *info,
+                                     int64_t walk_length);
+
 /* Makes device 0's primary context current. Returns 0, or -1 with the reason in *why. */
 int support_gpu_open(support_gpu *gpu, const char **why);
 void support_gpu_close(support_gpu *gpu);

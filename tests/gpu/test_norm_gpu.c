@@ -29,9 +29,11 @@
  * (301 recommended, docs/reliability.md): only 1823x781 has more than 97 rows, in the three
  * dropout configurations, so every other case runs as without a cap, programs of 4 to 16 rows
  * and their ragged last program included; an odd N keeps the capped shape's last program
- * ragged as well. The pipe variants (persistent, DROPOUT=0) run on shapes of at most 97 rows
- * and launch at least one program per SM (132 on an H200): no program walks a second row
- * here, with or without a cap. */
+ * ragged as well. The pipe variants (persistent, DROPOUT=0) run on those shapes of at most
+ * 97 rows with at least one program per SM (132 on an H200), so no program walks a second row
+ * there; each also gets a multi-row walk case (check_multi_row_walk: every program at least 3
+ * rows, ring slots and mbarrier phases reused), which the cap leaves uncapped (a line at the
+ * start says so when a cap is set). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -601,6 +603,56 @@ static void check_all(const char *only) {
     }
 }
 
+/* ---------------------------------------------------------------- the persistent walk */
+
+static const norm_config *config_named(const char *name) {
+    for (int i = 0; i < NCONFIGS; i++)
+        if (!strcmp(configs[i].name, name)) return &configs[i];
+    fprintf(stderr, "test_norm_gpu: no configuration \"%s\"\n", name);
+    exit(1);
+}
+
+/* The pipe variants (persistent) launch a program per SM at least and the shapes above have
+ * at most 97 rows, so none of their programs reuses a ring slot or flips an mbarrier phase
+ * there. Here each runs one shape on which every program walks at least WALK_ROWS_PER_PROGRAM
+ * rows: that times SMs times an upper bound of the programs resident per SM
+ * (support_persistent_walk_rows: the library's own occupancy is not exported), + 7 for a
+ * ragged end (1195 to 3175 rows on an H200). FUSEDOPS_TEST_MAX_ROWS does not apply: fewer
+ * rows would take the walk away. Columns: half the variant's width + 3 (a partial last vector;
+ * strides padded to the alignment by make_layout), to bound the float64 reference's cost
+ * (~37 M elements in all for the 6 sm_90 pipe variants, about 2 s); full-width rows have the
+ * 3-row cases. The configurations alternate between variants: the residual add in place
+ * (s, rstd) and LayerNorm with weight, bias and both statistics. */
+#define WALK_ROWS_PER_PROGRAM 3
+
+static void check_multi_row_walk(const char *only) {
+    const norm_config *walk_configs[2] = {config_named("add+rmsnorm p=0 in place"),
+                                          config_named("layernorm")};
+    int walked = 0;
+    for (int i = 0; i < nvariants; i++) {
+        variant_entry *v = &variants[i];
+        if (!v->runs_here || !support_is_persistent(&v->info) ||
+            !support_variant_selected(v->info.name, only))
+            continue;
+        const double t0 = now_s();
+        const int64_t rows = support_persistent_walk_rows(&gpu, &v->info, WALK_ROWS_PER_PROGRAM);
+        const int64_t cols = v->info.max_cols / 2 + 3;
+        const norm_config *cfg = walk_configs[walked++ % 2];
+        problem p;
+        problem_init(&p, v->info.dtype, rows, cols, cfg, 77000u + (uint64_t)v->index, 0, 0);
+        image im;
+        image_init(&im, &p, v->info.align_bytes);
+        /* shape 0: unused, as these configurations draw no mask */
+        v->failed |= run_and_report(&p, &im, 0, CALL_VARIANT, v->index, v->info.name);
+        v->cases++;
+        image_free(&im);
+        problem_free(&p);
+        printf("  %s multi-row walk %lldx%lld [%s] (%d programs per SM at most): %.2f s\n",
+               v->info.name, (long long)rows, (long long)cols, cfg->name,
+               support_programs_per_sm_bound(&gpu, &v->info), now_s() - t0);
+    }
+}
+
 /* ---------------------------------------------------------------- per-variant errors */
 
 #define EXPECT(label, call, want)                                                             \
@@ -1165,6 +1217,10 @@ int main(void) {
 
     REPORT(!check_explain(), "tile_norm_explain for this device");
     check_all(only);
+    if (max_rows)
+        printf("FUSEDOPS_TEST_MAX_ROWS does not apply to the pipe variants' multi-row walk "
+               "cases\n");
+    check_multi_row_walk(only);
     for (int i = 0; i < nvariants; i++) {
         variant_entry *v = &variants[i];
         if (!support_variant_selected(v->info.name, only)) continue;

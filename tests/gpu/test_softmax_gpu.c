@@ -16,10 +16,12 @@
  * (loop, loop cluster) has more than 97 rows, so every other case runs as without a cap, the
  * programs of 2 to 32 rows and their ragged last program at 97 rows included. Persistent
  * variants (persistent, pipe) launch min(rows, SMs x resident programs per SM) programs, at
- * least one per SM (132 on an H200), and none of their cases has more than 97 rows: no program
- * walks a second row here, with or without a cap. The staged and one-pass cluster variants' wide cases (up to 262144 columns:
- * their cost) have 3 rows, so a cap leaves them as they are; sanitizer runs split those
- * variants into groups instead. */
+ * least one per SM (132 on an H200), so in those cases no program walks a second row; each
+ * such variant also gets a multi-row walk case (check_multi_row_walk: every program at least
+ * 3 rows, the register buffers or ring slots and mbarrier phases reused), which the cap
+ * leaves uncapped (a line at the start says so when a cap is set). The staged and one-pass
+ * cluster variants' wide cases (up to 262144 columns: their cost) have 3 rows, so a cap
+ * leaves them as they are; sanitizer runs split those variants into groups instead. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -221,6 +223,36 @@ static int check_variant(int32_t index, const tile_variant_info *v) {
                     seed + 12))
         failed = 1;
     return failed;
+}
+
+/* Persistent and pipe variants: one case whose programs each walk several rows (the register
+ * double buffer, or the ring slots and their mbarrier phases, reused row after row), which
+ * no case above reaches (they launch a program per SM at least, and see at most 97 rows).
+ * Rows: WALK_ROWS_PER_PROGRAM x SMs x an upper bound of the programs resident per SM
+ * (support_persistent_walk_rows: the library's own occupancy is not exported), + 7 for a
+ * ragged end: at least 3 rows a program, more where registers keep fewer programs resident
+ * than the bound. FUSEDOPS_TEST_MAX_ROWS does not apply: fewer rows would take the walk away,
+ * which is the case's point. Columns: a quarter of the variant's width + 3, ragged (odd, so
+ * a partial last vector where the variant is vector wide; the row stride is padded to the
+ * alignment), to keep the host's float64 reference at these row counts (up to ~13000) to
+ * about 3 s for the 39 such variants of sm_90 (~28 ns an element on a 2-core build machine);
+ * full-width rows have their own cases above. One of softmax and log-softmax per variant,
+ * alternating, as the walk is the same for both. */
+#define WALK_ROWS_PER_PROGRAM 3
+
+static int check_multi_row_walk(int32_t index, const tile_variant_info *v) {
+    const int64_t elem = (int64_t)support_dtype_size(v->dtype);
+    const int64_t epa = v->align_bytes / elem;
+    const int64_t rows = support_persistent_walk_rows(&gpu, v, WALK_ROWS_PER_PROGRAM);
+    const int64_t cols = v->max_cols / 4 + 3;
+    const int64_t round = (epa - cols % epa) % epa;
+    char label[160];
+    snprintf(label, sizeof label, "%s multi-row walk (%d programs per SM at most)", v->name,
+             support_programs_per_sm_bound(&gpu, v));
+    support_softmax_case c = {.variant = index, .dtype = v->dtype, .log_softmax = index % 2,
+                              .rows = rows, .cols = cols, .pad_x = round, .pad_y = round,
+                              .offset = 0, .seed = 7919u * (uint64_t)index + 13};
+    return run_case(label, &c);
 }
 
 /* Errors only a device can produce, per variant: nothing is written. */
@@ -467,6 +499,9 @@ int main(void) {
     }
     printf("GPU 0: %s, sm_%d, %d SMs; %d variants in the library\n", gpu.name, gpu.arch,
            gpu.sm_count, tile_variant_count());
+    if (max_rows)
+        printf("FUSEDOPS_TEST_MAX_ROWS does not apply to the persistent and pipe variants' "
+               "multi-row walk cases\n");
     const char *only = getenv("FUSEDOPS_TEST_VARIANT");
     int passed = 0, failed = 0, other_arch = 0;
 
@@ -494,6 +529,7 @@ int main(void) {
         }
         const int before = cases_run;
         int bad = check_variant(i, &v);
+        if (support_is_persistent(&v)) bad |= check_multi_row_walk(i, &v);
         bad |= check_variant_errors(i, &v);
         char label[128];
         snprintf(label, sizeof label, "%s (%d cases)", v.name, cases_run - before);
