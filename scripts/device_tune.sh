@@ -10,9 +10,13 @@
 #   baseline  the same check of the compiled table alone: verify_{softmax,norm}_before.txt
 #   tests     the GPU tests (.device/tests) and `fusedops check --quick`, each bounded by
 #             TEST_TIMEOUT: tests.log
+#   racecheck compute-sanitizer racecheck over RACECHECK_GROUPS ("TEST:FILTER ...", each a
+#             FUSEDOPS_TEST_VARIANT filter), side by side, each bounded by SAN_TIMEOUT, at
+#             FUSEDOPS_TEST_MAX_ROWS=301: san_TEST_N.log
+#   torch     the torch.library ops' tests (per-call overhead included): pytest.log
 # What the steps write is packed into $OUT/tune.tgz after each one (few files come back from
 # a call, and a call cut short keeps what was done); a short table is printed last.
-# Usage: bash scripts/device_tune.sh [tune] [verify] [baseline] [tests]
+# Usage: bash scripts/device_tune.sh [tune] [verify] [baseline] [tests] [racecheck] [torch]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.device/lib
@@ -53,6 +57,24 @@ if [[ $steps == *" tests "* ]]; then
   done
   timeout ${TEST_TIMEOUT:-150} $F check --quick >"$W/check.log" 2>&1
   stamp "check --quick rc=$? $(tail -1 "$W/check.log")"
+fi
+if [[ $steps == *" racecheck "* ]]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  n=0
+  for g in ${RACECHECK_GROUPS:-}; do
+    n=$((n + 1))
+    (FUSEDOPS_TEST_MAX_ROWS=301 FUSEDOPS_TEST_VARIANT="${g#*:}" timeout ${SAN_TIMEOUT:-150} "$cs" \
+      --tool racecheck --error-exitcode 99 --report-api-errors no .device/tests/${g%%:*} \
+      >"$W/san_${g%%:*}_$n.log" 2>&1
+     echo "racecheck $g rc=$? $(grep -E 'passed,|RACECHECK SUMMARY' "$W/san_${g%%:*}_$n.log" | tr '\n' ' ')" >"$W/san_$n.sum") &
+  done
+  wait
+  for f in "$W"/san_*.sum; do [[ -e $f ]] && stamp "$(cat "$f")"; done
+fi
+if [[ $steps == *" torch "* ]]; then
+  FUSEDOPS_LIBRARY=$PWD/.device/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 \
+    timeout ${TEST_TIMEOUT:-150} python3 tests/python/run_gpu.py tests/python/test_torch_ops.py >"$W/pytest.log" 2>&1
+  stamp "torch ops rc=$? $(grep -E '^(Ran|OK|FAILED)' "$W/pytest.log" | tr '\n' ' ') $(grep -E 'per call' "$W/pytest.log" | head -3 | tr '\n' ' ')"
 fi
 echo "---- summary"
 cat "$S"
