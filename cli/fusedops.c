@@ -563,14 +563,12 @@ static size_t pool_bytes_for(size_t bytes, int *copies, size_t *stride) {
     return (size_t)c * *stride;
 }
 
-/* A pool for every tensor of at most 2^26 elements (tune's grids): 256 MiB of copies of the
- * largest shape's 256 MiB, two of them, so 512 MiB and the alignment slack. */
+/* A pool for every tensor of B <= 2^26 elements (tune's grids and held-out shapes): the
+ * copies of pool_bytes_for are ceil(256 MiB / B) (at least 2) strides of B rounded up to 256
+ * bytes, so under 256 MiB + B + 64 x 256 bytes. */
 static random_pool random_pool_make(const support_gpu *gpu, tile_dtype dtype) {
     const size_t elem = support_dtype_size(dtype);
-    int copies;
-    size_t stride;
-    random_pool p = {0, pool_bytes_for(((size_t)1 << 26) * elem, &copies, &stride), dtype};
-    p.bytes += 64 * 256;
+    random_pool p = {0, ((size_t)256 << 20) + ((size_t)1 << 26) * elem + 64 * 256, dtype};
     p.base = upload_random(gpu, dtype, p.bytes / elem, 7, -8.0f, 8.0f);
     return p;
 }
@@ -994,6 +992,7 @@ typedef struct verify_times {
     tile_status dispatched;
     double picked, fastest; /* ms */
     const char *picked_name;
+    char why[512]; /* a failed dispatch's message (later calls clear tile_last_error) */
 } verify_times;
 
 /* One problem's result: the TSV lines of its bucket, rows x cols (dispatch's problem: a bucket
@@ -1005,8 +1004,6 @@ typedef struct verify_times {
 static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *shape,
                         int64_t rows, int64_t cols, const tune_times *t, const verify_times *vt,
                         int done, int count) {
-    char why[512]; /* the failed call's message, before the variant look-ups below clear it */
-    snprintf(why, sizeof why, "%s", tile_last_error());
     int32_t best, second;
     fastest_within(t, 0, &best, &second);
     const char *best_name = best >= 0 ? variant_name_or(t->variant[best], "-") : "-";
@@ -1028,7 +1025,7 @@ static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *sh
         r->within_search += vt->dispatched == TILE_STATUS_SUCCESS && vt->picked <= t->ms[best] * 1.05;
         if (vt->dispatched != TILE_STATUS_SUCCESS)
             fprintf(r->out, "# verify %s %s %s: dispatch failed: %s: %s\n", op_info[op].name,
-                    tile_dtype_string(dtype), shape, tile_status_string(vt->dispatched), why);
+                    tile_dtype_string(dtype), shape, tile_status_string(vt->dispatched), vt->why);
         fprintf(r->out,
                 "# verify %s %s %s: dispatched %s%s%.2f us, fastest %s %.2f us (%.2f us in the "
                 "search)%s\n",
@@ -1058,17 +1055,20 @@ static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *sh
 static verify_times verify_dispatch(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                                     tile_dtype dtype, int64_t rows, int64_t cols, int batch,
                                     const tune_times *t) {
-    verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL};
+    verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
     int32_t best, second;
     fastest_within(t, 0, &best, &second);
     if (best < 0) return vt;
     double picked[3], fastest[3];
-    for (int round = 0; round < 3 && vt.dispatched == TILE_STATUS_SUCCESS; round++) {
+    for (int round = 0; round < 3; round++) {
         vt.dispatched = time_op(gpu, b, op, -1, dtype, rows, cols, batch, 5, &picked[round]);
+        if (vt.dispatched != TILE_STATUS_SUCCESS) {
+            snprintf(vt.why, sizeof vt.why, "%s", tile_last_error());
+            return vt;
+        }
         if (time_op(gpu, b, op, t->variant[best], dtype, rows, cols, batch, 5, &fastest[round]))
             fastest[round] = t->ms[best];
     }
-    if (vt.dispatched != TILE_STATUS_SUCCESS) return vt;
     qsort(picked, 3, sizeof *picked, compare_double);
     qsort(fastest, 3, sizeof *fastest, compare_double);
     vt.picked = picked[1];
@@ -1114,16 +1114,18 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
         {3, 1000},    {100, 3000},  {777, 781},   {2000, 5000},  {5000, 12000}, {300, 50000},
         {1500, 700},  {20000, 200}, {8, 300000},  {64, 100000},  {10000, 2500}, {123, 33000},
         {40000, 100}, {2, 700000},  {700, 9000},  {3000, 1500},  {50, 20000},   {9000, 6000}};
-    int64_t shapes[256][2];
+    enum { MAX_SHAPES = 256 };
+    int64_t shapes[MAX_SHAPES][2];
     int nshapes = 0;
     if (r->verify) {
-        for (size_t i = 0; i < sizeof verify_shapes / sizeof *verify_shapes; i++, nshapes++)
-            memcpy(shapes[nshapes], verify_shapes[i], sizeof *verify_shapes);
+        for (size_t i = 0; i < sizeof verify_shapes / sizeof *verify_shapes; i++)
+            if (in_range(range, verify_shapes[i][0], verify_shapes[i][1]))
+                memcpy(shapes[nshapes++], verify_shapes[i], sizeof *verify_shapes);
     } else {
         int64_t cols[64];
         const int ncols = rowwise_grid_cols(cols);
         for (size_t i = 0; i < sizeof tune_rows / sizeof *tune_rows; i++)
-            for (int j = 0; j < ncols; j++) {
+            for (int j = 0; j < ncols && nshapes < MAX_SHAPES; j++) {
                 /* at most 2^26 elements: keeps it short */
                 if (tune_rows[i] * cols[j] > ((int64_t)1 << 26) ||
                     !in_range(range, tune_rows[i], cols[j]))
@@ -1132,7 +1134,7 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
                 shapes[nshapes++][1] = cols[j];
             }
     }
-    for (int dt = 0; dt < TILE_DTYPE_COUNT_; dt++) {
+    for (int dt = 0; dt < TILE_DTYPE_COUNT_ && nshapes; dt++) {
         if (dtype_only >= 0 && dt != dtype_only) continue;
         const tile_dtype dtype = (tile_dtype)dt;
         const random_pool pool = random_pool_make(r->gpu, dtype);
@@ -1150,7 +1152,7 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
                 tune_times t;
                 time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch,
                               norm ? (pass ? "DROPOUT=1" : "DROPOUT=0") : NULL, &t);
-                verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL};
+                verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
                 if (r->verify)
                     vt = verify_dispatch(r->gpu, &b, pass_op, dtype, rows, cols, batch, &t);
                 tune_report(r, pass_op, dtype, shape, rows, cols, &t, &vt, si + 1, nshapes);
@@ -1311,7 +1313,7 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
             const int batch = batch_for_flops(p->flops);
             tune_times t;
             time_variants(r->gpu, &b, op, dtype, p->rows, p->cols, batch, NULL, &t);
-            verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL};
+            verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
             if (r->verify) {
                 vt = verify_dispatch(r->gpu, &b, op, dtype, p->rows, p->cols, batch, &t);
                 tile_decision d = {.struct_size = sizeof d};

@@ -15,7 +15,8 @@ static int exact_log2(long long v) {
 }
 
 int64_t tuning_cols_of_step(int32_t step) {
-    if (step == 1) return 2; /* no bucket between 1 and 2: the next one */
+    if (step < 0 || step > 125) return -1; /* no bucket: 3 x 2^61 (step 125) is the last */
+    if (step == 1) return 2;                /* no bucket between 1 and 2: the next one */
     return step % 2 ? (int64_t)3 << ((step - 1) / 2 - 1) : (int64_t)1 << (step / 2);
 }
 

@@ -21,10 +21,11 @@ typedef struct tuning_line {
  * step 2k + 1 is 3 * 2^(k-1) (k >= 1; step 1 does not exist). A one-pass row tile's capacity
  * is a power of two, but whether a two-pass loop beats it depends on how full the tile is, so
  * rows are tuned at the midpoints too. */
-int64_t tuning_cols_of_step(int32_t step);
+int64_t tuning_cols_of_step(int32_t step); /* -1 outside steps 0 to 125 */
 /* The step of a bucket value, or -1 when `cols` is not one. */
 int32_t tuning_cols_step_exact(long long cols);
-/* The step of the smallest bucket holding `cols` (>= 1) columns. */
+/* The step of the smallest bucket holding `cols` (>= 1) columns (125 for cols over 3 x 2^61,
+ * the last bucket). */
 int32_t tuning_cols_step_up(int64_t cols);
 
 /* Parses `line` in place (tabs become NULs). Returns 1 for an entry, 0 for a line to skip
