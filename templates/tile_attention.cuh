@@ -402,7 +402,10 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
     const int l = lane_id(), g = l >> 2, t = l & 3;
     float inv[L::MF][2];
     finish_rows<L>(a, k, st, inv);
-    __syncwarp(); // the warp's last reads of its Q rows (Q not in registers) are done
+    // mma.sync path: the warp's last reads of its own Q rows are done. wgmma path: the staging
+    // spans other warps' Q rows; it is free because a program barrier follows every warp's
+    // last Q K^T wait (the loop's last copy wait, or the one before the loop).
+    __syncwarp();
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
