@@ -787,13 +787,15 @@ static void test_gen_tuned_tables(void **state) {
     char dir[512];
     make_temp_dir(dir, sizeof dir);
 
-    /* A good table: the entry lands in tuned.c with its bucket as log2 and the variant. */
+    /* A good table: each entry lands in tuned.c with its bucket (rows as log2, cols as a
+     * half-power step: 4096 is step 24, 12288 = 3 x 2^12 step 27) and the variant. */
     char *out;
     int r = gen_with_tuned(dir,
                            TSV_HEADER
                            "# a comment\n"
                            "sm_90\tsoftmax\tbf16\t4096x4096\tsoftmax_bf16_r1_n4096_w4_v8\t10.0\t"
                            "softmax_bf16_r1_n4096_w8_v8\t11.0\n"
+                           "sm_90\tsoftmax\tbf16\t512x12288\tsoftmax_bf16_loop_n2048_w8_v8\t9.0\t-\t0\n"
                            /* the ops of fusedops tune --op attention|grouped_matmul */
                            "sm_90\tattention\tf16\t65536x128\t"
                            "attention_f16_d128_m128_n128_w8_s2_wgmma_sm90\t900.0\t-\t0\n"
@@ -807,7 +809,8 @@ static void test_gen_tuned_tables(void **state) {
     snprintf(path, sizeof path, "%s/tuned.c", dir);
     char *tuned = slurp(path, NULL);
     assert_non_null(tuned);
-    assert_contains(tuned, "tile_tuned_count = 3;");
+    assert_contains(tuned, "tile_tuned_count = 4;");
+    assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 9, 27, ");
     assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 12, 24, ");
     assert_contains(tuned, "softmax_bf16_r1_n4096_w4_v8");
     assert_contains(tuned, "{90, \"attention\", (tile_dtype)1, 16, 14, ");
