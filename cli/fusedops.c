@@ -408,7 +408,7 @@ static int check_attention_variant(const support_gpu *gpu, int32_t index,
     const int32_t dims[] = {cap, cap - 8, cap == 32 ? 8 : cap / 2 + 8};
     static const int64_t lengths[][2] = {{1, 1}, {17, 97}, {97, 17}, {130, 257}};
     const int nlengths = quick ? 3 : 4;
-    const int tensor_maps = v->params && strstr(v->params, "WARPGROUPS=3") != NULL;
+    const int tensor_maps = support_variant_uses_tensor_maps(v);
     int failures = 0;
     for (int w = 0; w < 3; w++)
         for (int l = 0; l < nlengths; l++)
@@ -553,7 +553,8 @@ typedef struct bench_buffers {
     const tile_grouped_matmul_args *grouped;    /* OP_GROUPED_MATMUL's calls */
 } bench_buffers;
 
-/* The pool bytes that buffers_alloc needs for one rows x cols tensor of `elem` bytes. */
+/* The pool bytes that buffers_alloc needs for a tensor of `bytes` bytes: its copies and their
+ * 256-byte-aligned stride. */
 static size_t pool_bytes_for(size_t bytes, int *copies, size_t *stride) {
     int c = (int)((256u * 1024 * 1024 + bytes - 1) / bytes);
     if (c > 64) c = 64;
@@ -1087,9 +1088,6 @@ static int rowwise_grid_cols(int64_t *cols) {
     return n;
 }
 
-/* softmax and norm: dense rows x cols, x rotated (buffers_alloc) over copies cut from one
- * random pool per dtype. Tuned on the grid (rows tune_rows, cols rowwise_grid_cols),
- * verified on shapes between its points (held out). */
 /* The part of a grid that one tune run covers (--min-rows, --max-rows, --min-cols, --max-cols:
  * a table re-measured in parts, or in pieces that fit a time limit). */
 typedef struct tune_range {
@@ -1101,6 +1099,9 @@ static int in_range(const tune_range *g, int64_t rows, int64_t cols) {
            cols <= g->max_cols;
 }
 
+/* softmax and norm: dense rows x cols, x rotated (buffers_alloc) over copies cut from one
+ * random pool per dtype. Tuned on the grid (rows tune_rows, cols rowwise_grid_cols),
+ * verified on shapes between its points (held out). */
 static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
                          const tune_range *range) {
     /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
@@ -1379,14 +1380,16 @@ static int cmd_tune(int argc, char **argv) {
     if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, &range);
     else tune_rowwise(&r, family, o.dtype, &range);
     if (r.tty) fputc('\n', stderr);
-    if (verify)
+    if (verify) {
+        const double share = r.total ? 100.0 / r.total : 0.0;
         fprintf(out, "# held-out check of %s on %s: dispatched variant within 5%% of the fastest "
                      "on %d of %d shapes (%.0f%%)\n",
-                family, gpu.name, r.within, r.total, r.total ? 100.0 * r.within / r.total : 0.0);
-    if (verify) /* the earlier measure: against the least of the search's medians */
+                family, gpu.name, r.within, r.total, share * r.within);
+        /* the earlier measure: against the least of the search's medians */
         fprintf(out, "# against the search's own time of the fastest variant: within 5%% on %d "
                      "of %d shapes (%.0f%%)\n",
-                r.within_search, r.total, r.total ? 100.0 * r.within_search / r.total : 0.0);
+                r.within_search, r.total, share * r.within_search);
+    }
     if (out != stdout) fclose(out);
     support_gpu_close(&gpu);
     return 0;

@@ -84,6 +84,10 @@ int support_is_persistent(const tile_variant_info *info) {
     return strstr(info->name, "_persistent_") != NULL || strstr(info->name, "_pipe_") != NULL;
 }
 
+int support_variant_uses_tensor_maps(const tile_variant_info *info) {
+    return info->params && strstr(info->params, "WARPGROUPS=3") != NULL;
+}
+
 int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info) {
     int blocks = 0, threads = 0, smem = 0;
     SUPPORT_CHECK(gpu, gpu->drv->cuDeviceGetAttribute(

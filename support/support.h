@@ -55,6 +55,9 @@ int64_t support_cap_rows(int64_t rows, int64_t max_rows);
  * variant's dynamic shared memory only: registers, static shared memory and the driver's
  * reserve can only lower the true figure). */
 int support_is_persistent(const tile_variant_info *info);
+/* Whether the variant copies through tensor maps (the warp-specialized families, WARPGROUPS=3
+ * in their params, as the library's tile_variant_uses_tensor_maps): fixed lengths only. */
+int support_variant_uses_tensor_maps(const tile_variant_info *info);
 int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info);
 /* Rows enough that every program of persistent variant `info` walks at least
  * `walk_length` rows here: walk_length x SMs x the bound above, plus 7 so that the

@@ -397,8 +397,8 @@ static void variant_cases(void) {
             /* a head much narrower than the variant's (zero columns past it) */
             {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9},
         };
-        /* Variants that copy by tensor maps (WARPGROUPS=3 in their params) take fixed lengths only. */
-        const int tensor_maps = info.params && strstr(info.params, "WARPGROUPS=3") != NULL;
+        /* Variants that copy by tensor maps take fixed lengths only. */
+        const int tensor_maps = support_variant_uses_tensor_maps(&info);
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
             if (tensor_maps && cases[j].lens_q) run_refused_case(info.name, &cases[j]);
             else run_case(info.name, &cases[j]);
