@@ -18,6 +18,7 @@
  *                    [--variant NAME] [--iters N]     TFLOP/s, group sizes skewed (Dirichlet)
  *   fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D] [--out FILE]
  *                 [--verify] [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]
+ *                 [--times FILE] [--shapes RxC,...]
  *                                                time every eligible variant over a shape
  *                                                grid and write the winners (autotune_results/)
  *   fusedops version
@@ -100,7 +101,8 @@ static int usage(const char *msg) {
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D]"
-          " [--out FILE] [--verify]\n                [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]\n"
+          " [--out FILE] [--verify]\n                [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]"
+          " [--times FILE]\n                [--shapes ROWSxCOLS,...]\n"
           "  fusedops version\n"
           "OP: softmax log_softmax layernorm rmsnorm residual_dropout residual_dropout_norm\n"
           "attention: B batch, H query heads, S query length, D head_dim\n"
@@ -549,6 +551,8 @@ typedef struct bench_buffers {
     CUdeviceptr own_pool; /* 0 when x lies in a shared pool */
     int copies;
     size_t bytes; /* one rows x cols tensor */
+    size_t shift; /* bytes added to every pointer of a row op's call (x, residual, y, s, weight,
+                   * bias): 0, or one element, to time calls on rows aligned to no more */
     const tile_flash_attention_args *attention; /* OP_ATTENTION's calls */
     const tile_grouped_matmul_args *grouped;    /* OP_GROUPED_MATMUL's calls */
 } bench_buffers;
@@ -583,12 +587,14 @@ static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows
     CUdeviceptr base;
     b->own_pool = 0;
     if (pool && pool->dtype == dtype && pool->bytes >= need) base = pool->base;
-    else base = b->own_pool = upload_random(gpu, dtype, need / elem, 7, -8.0f, 8.0f);
+    else base = b->own_pool = upload_random(gpu, dtype, need / elem + 16, 7, -8.0f, 8.0f);
     for (int i = 0; i < b->copies; i++) b->x[i] = base + (size_t)i * stride;
-    b->weight = upload_random(gpu, dtype, (size_t)cols, 3, 0.5f, 1.5f);
-    b->bias = upload_random(gpu, dtype, (size_t)cols, 5, -1.0f, 1.0f);
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->y, b->bytes));
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->s, b->bytes));
+    /* (16 elements of slack everywhere: room for `shift`; the shared pool has its own) */
+    b->shift = 0;
+    b->weight = upload_random(gpu, dtype, (size_t)cols + 16, 3, 0.5f, 1.5f);
+    b->bias = upload_random(gpu, dtype, (size_t)cols + 16, 5, -1.0f, 1.0f);
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->y, b->bytes + 16 * elem));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->s, b->bytes + 16 * elem));
 }
 
 static void buffers_free(const support_gpu *gpu, bench_buffers *b) {
@@ -623,10 +629,10 @@ static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const
     if (op == OP_GROUPED_MATMUL)
         return variant >= 0 ? tile_grouped_matmul_variant(variant, b->grouped + call, NULL)
                             : tile_grouped_matmul(b->grouped + call, NULL);
-    const void *x = DEVICE_PTR(b->x[k % b->copies]);
-    const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies]);
-    void *y = DEVICE_PTR(b->y), *s = DEVICE_PTR(b->s);
-    const void *weight = DEVICE_PTR(b->weight), *bias = DEVICE_PTR(b->bias);
+    const void *x = DEVICE_PTR(b->x[k % b->copies] + b->shift);
+    const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies] + b->shift);
+    void *y = DEVICE_PTR(b->y + b->shift), *s = DEVICE_PTR(b->s + b->shift);
+    const void *weight = DEVICE_PTR(b->weight + b->shift), *bias = DEVICE_PTR(b->bias + b->shift);
     if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
         const int log = op == OP_LOG_SOFTMAX;
         if (variant >= 0)
@@ -945,13 +951,14 @@ static void fastest_within(const tune_times *t, int32_t align, int32_t *best, in
  * variant where a block gets 99 KiB, a tensor map the driver refuses). */
 static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                           tile_dtype dtype, int64_t rows, int64_t cols, int batch,
-                          const char *params, tune_times *t) {
+                          const char *params, int32_t max_align, tune_times *t) {
     t->count = 0;
     for (int32_t v = 0; v < tile_variant_count() && t->count < 512; v++) {
         tile_variant_info info = {.struct_size = sizeof info};
         tile_variant_get(v, &info);
         if (strcmp(info.op, op_info[op].family) || info.dtype != dtype) continue;
         if (params && !strstr(info.params, params)) continue;
+        if (max_align && info.align_bytes > max_align) continue;
         if (!support_variant_runs_here(gpu, &info)) continue;
         if (info.max_cols && cols > info.max_cols) continue;
         double ms;
@@ -969,6 +976,9 @@ typedef struct tune_run {
     int verify, tty;
     int within, total; /* --verify: problems within 5% of the fastest, problems measured */
     int within_search; /* --verify: the same against the search's own time of the fastest */
+    FILE *times;       /* --times: every timed variant's median, a line each (or NULL) */
+    const int64_t (*shapes)[2]; /* --shapes: held-out shapes instead of the built-in ones */
+    int nshapes;
 } tune_run;
 
 static const char *variant_name_or(int32_t v, const char *none) {
@@ -1002,25 +1012,36 @@ typedef struct verify_times {
  * problem. The lines are the fastest variant, then for each narrower alignment the winner
  * needs and some variant does not, the fastest variant that takes it (dispatch takes a
  * bucket's first entry that the call's alignment allows). */
+/* One shape's outcome: tune's lines (the winner of t, then per narrower alignment the fastest
+ * of `narrow`, the variants timed on rows of that alignment, or of t where NULL), or the
+ * held-out check's line; and the progress. */
 static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *shape,
-                        int64_t rows, int64_t cols, const tune_times *t, const verify_times *vt,
-                        int done, int count) {
+                        int64_t rows, int64_t cols, const tune_times *t, const tune_times *narrow,
+                        const verify_times *vt, int done, int count) {
     int32_t best, second;
     fastest_within(t, 0, &best, &second);
     const char *best_name = best >= 0 ? variant_name_or(t->variant[best], "-") : "-";
+    for (int i = 0; r->times && i < t->count; i++)
+        fprintf(r->times, "%s\t%s\t%s\t%s\t%.2f\n", op_info[op].name, tile_dtype_string(dtype),
+                shape, variant_name_or(t->variant[i], "-"), t->ms[i] * 1e3);
     if (best < 0) {
         /* nothing ran: no line (a problem no variant of this GPU takes) */
     } else if (!r->verify) {
         tune_line(r, op, dtype, rows, cols, t, best, second);
+        const tune_times *n = narrow ? narrow : t;
         for (int32_t align = t->align[best] / 2; align >= 1; align /= 2) {
-            int32_t narrow, narrow_second;
-            fastest_within(t, align, &narrow, &narrow_second);
-            if (narrow < 0) break;
-            tune_line(r, op, dtype, rows, cols, t, narrow, narrow_second);
-            align = t->align[narrow]; /* the classes down to its own are covered */
+            int32_t first, first_second;
+            fastest_within(n, align, &first, &first_second);
+            if (first < 0) break;
+            tune_line(r, op, dtype, rows, cols, n, first, first_second);
+            align = n->align[first]; /* the classes down to its own are covered */
         }
     } else {
-        const int ok = vt->dispatched == TILE_STATUS_SUCCESS && vt->picked <= vt->fastest * 1.05;
+        /* a hit: within 5% of the fastest variant, or that variant itself (then the two
+         * sides' times differ by measurement alone: a 2-row LayerNorm read 248 against 232
+         * us in one run, the same variant on both sides) */
+        const int same = vt->picked_name && !strcmp(vt->picked_name, best_name);
+        const int ok = vt->dispatched == TILE_STATUS_SUCCESS && (same || vt->picked <= vt->fastest * 1.05);
         r->total++;
         r->within += ok;
         r->within_search += vt->dispatched == TILE_STATUS_SUCCESS && vt->picked <= t->ms[best] * 1.05;
@@ -1107,21 +1128,22 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
     /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
     const int norm = !strcmp(family, "norm");
     const cli_op op = norm ? OP_LAYERNORM : OP_SOFTMAX;
-    /* few rows: the GPU is underfilled and winners change slowly; from 256 rows on, how the
-     * programs fill the SMs moves them, so every power of two */
-    static const int64_t tune_rows[] = {1,    8,    64,   256,   512,  1024,
-                                        2048, 4096, 8192, 16384, 32768};
+    /* every power of two, so a shape's rows are at most a factor of sqrt(2) from a grid row
+     * (how the programs fill the SMs moves the winners, at few rows as well) */
+    static const int64_t tune_rows[] = {1,   2,    4,    8,    16,   32,    64,    128,
+                                        256, 512,  1024, 2048, 4096, 8192, 16384, 32768};
     static const int64_t verify_shapes[][2] = {
         {3, 1000},    {100, 3000},  {777, 781},   {2000, 5000},  {5000, 12000}, {300, 50000},
         {1500, 700},  {20000, 200}, {8, 300000},  {64, 100000},  {10000, 2500}, {123, 33000},
         {40000, 100}, {2, 700000},  {700, 9000},  {3000, 1500},  {50, 20000},   {9000, 6000}};
-    enum { MAX_SHAPES = 256 };
+    enum { MAX_SHAPES = 512 };
     int64_t shapes[MAX_SHAPES][2];
     int nshapes = 0;
     if (r->verify) {
-        for (size_t i = 0; i < sizeof verify_shapes / sizeof *verify_shapes; i++)
-            if (in_range(range, verify_shapes[i][0], verify_shapes[i][1]))
-                memcpy(shapes[nshapes++], verify_shapes[i], sizeof *verify_shapes);
+        const int64_t(*list)[2] = r->nshapes ? r->shapes : verify_shapes;
+        const int count = r->nshapes ? r->nshapes : (int)(sizeof verify_shapes / sizeof *verify_shapes);
+        for (int i = 0; i < count && nshapes < MAX_SHAPES; i++)
+            if (in_range(range, list[i][0], list[i][1])) memcpy(shapes[nshapes++], list[i], sizeof *list);
     } else {
         int64_t cols[64];
         const int ncols = rowwise_grid_cols(cols);
@@ -1150,13 +1172,32 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
              * dropout, the fused dropout + LayerNorm over those with it. */
             for (int pass = 0; pass < (norm ? 2 : 1); pass++) {
                 const cli_op pass_op = pass ? OP_RESIDUAL_DROPOUT_NORM : op;
-                tune_times t;
-                time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch,
-                              norm ? (pass ? "DROPOUT=1" : "DROPOUT=0") : NULL, &t);
+                const char *params = norm ? (pass ? "DROPOUT=1" : "DROPOUT=0") : NULL;
+                tune_times t, narrow;
+                time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, 0, &t);
+                /* The alignment lines serve calls whose rows are not 16-byte aligned: time
+                 * their candidates on such rows (every pointer one element off), where a
+                 * one-pass tile of scalar loads measured up to 2x slower than on aligned
+                 * rows while a two-pass loop did not (docs/tuning.md). */
+                const int32_t elem = (int32_t)support_dtype_size(dtype);
+                if (!r->verify) {
+                    b.shift = (size_t)elem;
+                    time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, elem,
+                                  &narrow);
+                    b.shift = 0;
+                }
                 verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
-                if (r->verify)
+                if (r->verify) {
                     vt = verify_dispatch(r->gpu, &b, pass_op, dtype, rows, cols, batch, &t);
-                tune_report(r, pass_op, dtype, shape, rows, cols, &t, &vt, si + 1, nshapes);
+                    /* (the norm explain decides for calls without dropout) */
+                    tile_decision d = {.struct_size = sizeof d};
+                    if (pass_op != OP_RESIDUAL_DROPOUT_NORM &&
+                        (norm ? tile_norm_explain : tile_softmax_explain)(
+                            dtype, rows, cols, cols, cols, 256, 0, &d) == TILE_STATUS_SUCCESS)
+                        vt.picked_name = variant_name_or(d.variant, NULL);
+                }
+                tune_report(r, pass_op, dtype, shape, rows, cols, &t, r->verify ? NULL : &narrow,
+                            &vt, si + 1, nshapes);
             }
             buffers_free(r->gpu, &b);
         }
@@ -1313,7 +1354,7 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
             compute_setup(r->gpu, op, dtype, shapes[i], p, &b);
             const int batch = batch_for_flops(p->flops);
             tune_times t;
-            time_variants(r->gpu, &b, op, dtype, p->rows, p->cols, batch, NULL, &t);
+            time_variants(r->gpu, &b, op, dtype, p->rows, p->cols, batch, NULL, 0, &t);
             verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
             if (r->verify) {
                 vt = verify_dispatch(r->gpu, &b, op, dtype, p->rows, p->cols, batch, &t);
@@ -1323,7 +1364,7 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
                     TILE_STATUS_SUCCESS)
                     vt.picked_name = variant_name_or(d.variant, NULL);
             }
-            tune_report(r, op, dtype, p->shape, p->rows, p->cols, &t, &vt, i + 1, n);
+            tune_report(r, op, dtype, p->shape, p->rows, p->cols, &t, NULL, &vt, i + 1, n);
             compute_free(r->gpu, op, p);
         }
     }
@@ -1335,7 +1376,7 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
  * (docs/tuning.md). */
 static int cmd_tune(int argc, char **argv) {
     options o;
-    const char *out_path = NULL;
+    const char *out_path = NULL, *times_path = NULL, *shapes_arg = NULL;
     int verify = 0;
     tune_range range = {1, INT64_MAX, 1, INT64_MAX};
     /* --out FILE and --verify are tune's own; the rest are the common options. */
@@ -1344,6 +1385,8 @@ static int cmd_tune(int argc, char **argv) {
     for (int i = 0; i < argc && nrest < 64; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--verify")) verify = 1;
+        else if (!strcmp(argv[i], "--times") && i + 1 < argc) times_path = argv[++i];
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) shapes_arg = argv[++i];
         else if (!strcmp(argv[i], "--min-cols") && i + 1 < argc) range.min_cols = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--max-cols") && i + 1 < argc) range.max_cols = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--min-rows") && i + 1 < argc) range.min_rows = atoll(argv[++i]);
@@ -1367,6 +1410,24 @@ static int cmd_tune(int argc, char **argv) {
     const cli_op op = tuned_ops[which].op;
     if (o.dtype >= 0 && !has_variants(family, o.dtype))
         return usage("tune: the op has no variant of that --dtype (see fusedops list)");
+    /* --shapes ROWSxCOLS[,ROWSxCOLS...]: the held-out check on the caller's shapes */
+    enum { MAX_USER_SHAPES = 256 };
+    static int64_t user_shapes[MAX_USER_SHAPES][2];
+    int nuser = 0;
+    if (shapes_arg) {
+        if (!verify || op == OP_ATTENTION || op == OP_GROUPED_MATMUL)
+            return usage("tune: --shapes goes with --verify, for softmax and norm");
+        for (const char *c = shapes_arg; *c;) {
+            long long rows, cols;
+            int used = 0;
+            if (nuser == MAX_USER_SHAPES || sscanf(c, "%lldx%lld%n", &rows, &cols, &used) != 2 ||
+                rows < 1 || cols < 1 || (c[used] != ',' && c[used] != '\0'))
+                return usage("tune: --shapes takes up to 256 ROWSxCOLS, comma-separated");
+            user_shapes[nuser][0] = rows;
+            user_shapes[nuser++][1] = cols;
+            c += used + (c[used] == ',');
+        }
+    }
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
@@ -1374,7 +1435,15 @@ static int cmd_tune(int argc, char **argv) {
         perror(out_path);
         return EXIT_USAGE;
     }
-    tune_run r = {.gpu = &gpu, .out = out, .verify = verify, .tty = isatty(fileno(stderr))};
+    FILE *times = times_path ? fopen(times_path, "w") : NULL;
+    if (times_path && !times) {
+        perror(times_path);
+        if (out != stdout) fclose(out);
+        support_gpu_close(&gpu);
+        return EXIT_USAGE;
+    }
+    tune_run r = {.gpu = &gpu, .out = out, .verify = verify, .tty = isatty(fileno(stderr)),
+                  .times = times, .shapes = (const int64_t(*)[2])user_shapes, .nshapes = nuser};
     if (!verify)
         fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
     if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, &range);
@@ -1391,6 +1460,7 @@ static int cmd_tune(int argc, char **argv) {
                 r.within_search, r.total, share * r.within_search);
     }
     if (out != stdout) fclose(out);
+    if (times) fclose(times);
     support_gpu_close(&gpu);
     return 0;
 }

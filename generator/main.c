@@ -277,8 +277,17 @@ static void read_tuned(const gen_state *st, const char *path, text *out, int *co
         if (strcmp(st->rows[v].op, t.op) || st->rows[v].dtype != t.dtype)
             die("%s:%d: variant '%s' is not a %s %s variant", path, line_no, t.variant, t.op,
                 grid_dtype_names[t.dtype]);
-        text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d}, /* %s */\n", t.arch, t.op,
-                    t.dtype, t.rows_log2, t.cols_step, v, t.variant);
+        int runner_up = -1;
+        if (t.runner_up) {
+            runner_up = find_row(st, t.runner_up);
+            if (runner_up < 0 || strcmp(st->rows[runner_up].op, t.op) ||
+                st->rows[runner_up].dtype != t.dtype)
+                die("%s:%d: runner-up '%s' is not a %s %s variant", path, line_no, t.runner_up,
+                    t.op, grid_dtype_names[t.dtype]);
+        }
+        text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d, %.9g, %d, %.9g}, /* %s */\n",
+                    t.arch, t.op, t.dtype, t.rows_log2, t.cols_step, v, t.time_us, runner_up,
+                    t.runner_up_us, t.variant);
         (*count)++;
     }
     free(data);

@@ -135,8 +135,9 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     const int64_t seq = a->seqlen_q > 0 ? a->seqlen_q : 1;
     rows = rows > INT64_MAX / seq ? INT64_MAX : rows * seq;
     /* a varlen call: no tensor map can stop at a sequence's end */
-    return (tile_problem){attention_op, a->dtype, rows, a->head_dim, align, 0, 0, 0, 0,
-                          a->cu_seqlens_q != NULL};
+    return (tile_problem){.op = attention_op, .dtype = a->dtype, .rows = rows,
+                          .cols = a->head_dim, .align = align,
+                          .no_tensor_maps = a->cu_seqlens_q != NULL};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one

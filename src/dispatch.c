@@ -1,6 +1,7 @@
 /* Dispatch: eligibility by arch and shape predicate, then the tuned table for the arch
  * (exact bucket, then nearest), then a cost heuristic. */
 #define _GNU_SOURCE /* getline */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,16 @@ static void runtime_table_load(void) {
                      tile_dtype_string((tile_dtype)t.dtype));
             v = -1;
         }
+        int32_t runner_up = -1;
+        if (v >= 0 && t.runner_up) {
+            runner_up = tile_variant_find(t.runner_up);
+            if (runner_up < 0 || strcmp(tile_registry[runner_up].op, t.op) ||
+                (int)tile_registry[runner_up].dtype != t.dtype) {
+                snprintf(err, sizeof err, "runner-up '%s' is not a %s %s variant", t.runner_up,
+                         t.op, tile_dtype_string((tile_dtype)t.dtype));
+                v = -1;
+            }
+        }
         if (v < 0) {
             runtime_table_status = TILE_STATUS_INVALID_ARGUMENT;
             snprintf(runtime_table_message, sizeof runtime_table_message,
@@ -72,7 +83,8 @@ static void runtime_table_load(void) {
         }
         /* op points at the registry's string, which outlives the file's buffer */
         runtime_table[runtime_table_count++] = (tile_tuned_entry){
-            t.arch, tile_registry[v].op, (tile_dtype)t.dtype, t.rows_log2, t.cols_step, v};
+            t.arch,      tile_registry[v].op, (tile_dtype)t.dtype,     t.rows_log2, t.cols_step,
+            v,           (float)t.time_us,    runner_up,               (float)t.runner_up_us};
     }
     free(line);
     fclose(f);
@@ -123,15 +135,17 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
                           int32_t *best_distance) {
     for (int32_t i = 0; i < count; i++) {
         const tile_tuned_entry *e = &table[i];
-        if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
-        if (!tile_variant_eligible(&tile_registry[e->variant], p, NULL)) continue;
-        /* Winners were timed on calls with their features: a dropout variant's entry is for
-         * dropout calls, not for the plain ones it could also run (more slowly). */
-        if (tile_registry[e->variant].features != p->features) continue;
+        /* the cheap tests first: most entries are another shape's */
         int32_t dr = e->rows_log2 - rows_log2, dc = e->cols_step - cols_step;
         int32_t adr = dr < 0 ? -dr : dr, adc = dc < 0 ? -dc : dc;
         if (adc > 2 || adr > 3) continue;
         int32_t distance = adr + 2 * adc;
+        if (distance > *best_distance) continue;
+        if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
+        /* Winners were timed on calls with their features: a dropout variant's entry is for
+         * dropout calls, not for the plain ones it could also run (more slowly). */
+        if (tile_registry[e->variant].features != p->features) continue;
+        if (!tile_variant_eligible(&tile_registry[e->variant], p, NULL)) continue;
         if (distance < *best_distance ||
             (distance == *best_distance && *best &&
              (e->rows_log2 > (*best)->rows_log2 ||
@@ -154,6 +168,63 @@ int64_t tile_variant_param(const tile_variant *v, const char *key) {
         if (p) p++;
     }
     return 0;
+}
+
+int64_t tile_row_programs(const tile_variant *v, int64_t rows) {
+    return (rows + v->rows_per_program - 1) / v->rows_per_program;
+}
+
+void tile_problem_on_device(tile_problem *p, const tile_device *device) {
+    p->arch = device->arch;
+    p->sm_count = device->sm_count;
+    p->smem_limit = device->smem_limit;
+    p->blocks_per_sm = device->blocks_per_sm;
+}
+
+/* The time of `rows` rows on variant `index` in units of one full wave of resident thread
+ * blocks (its row blocks, `cluster` thread blocks each, over what the device holds at once);
+ * 0 when the occupancy is unknown. With at most 2 blocks resident per SM a partial last wave
+ * leaves SMs idle for a whole program, so it costs a full wave (ceil); with more, the blocks
+ * of a partial wave overlap those still running and the time follows the work, but never
+ * below one wave (an underfilled GPU is bound by a program's latency, not by the bytes). */
+static double waves(int32_t index, const tile_problem *p, int64_t rows) {
+    const tile_variant *v = &tile_registry[index];
+    const int32_t per_sm = p->blocks_per_sm[index];
+    const int64_t resident = (int64_t)p->sm_count * per_sm;
+    if (resident < 1) return 0.0;
+    const double w = (double)(tile_row_programs(v, rows) * v->cluster) / (double)resident;
+    if (per_sm <= 2) return ceil(w);
+    return w > 1.0 ? w : 1.0;
+}
+
+/* A bucket's winner and runner-up were timed at the bucket's rows. Where the call's rows take
+ * the two a different number of waves than those did, their order may not hold (a tile of one
+ * program per SM takes 256 rows in 2 waves on 132 SMs, 300 rows in 3; a variant of four per SM
+ * takes both in 1): each time is scaled by its variant's waves at the call's rows over those
+ * at the bucket's rows, and the runner-up is taken where that predicts it over 10% faster.
+ * Row-wise ops only (a program is a block of rows; attention's and the grouped matmul's
+ * programs are not a function of p->rows alone), and only with the device's occupancy.
+ * Returns the variant, with both predictions in *winner_us and *runner_up_us (0 where not
+ * weighed). */
+static int32_t weigh_waves(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
+                           double *runner_up_us) {
+    *winner_us = *runner_up_us = 0.0;
+    if (!p->blocks_per_sm || p->sm_count < 1 || e->runner_up < 0 || !(e->time_us > 0.0f) ||
+        !(e->runner_up_us > 0.0f) || (strcmp(p->op, "softmax") && strcmp(p->op, "norm")))
+        return e->variant;
+    const tile_variant *runner_up = &tile_registry[e->runner_up];
+    if (!tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
+        return e->variant;
+    const int64_t bucket_rows = (int64_t)1 << e->rows_log2;
+    const double w_call = waves(e->variant, p, p->rows), w_bucket = waves(e->variant, p, bucket_rows);
+    const double r_call = waves(e->runner_up, p, p->rows),
+                 r_bucket = waves(e->runner_up, p, bucket_rows);
+    if (!(w_call > 0.0 && w_bucket > 0.0 && r_call > 0.0 && r_bucket > 0.0)) return e->variant;
+    *winner_us = e->time_us * w_call / w_bucket;
+    *runner_up_us = e->runner_up_us * r_call / r_bucket;
+    /* The model leaves out how much of a partial wave the memory system hides: trust it only
+     * for a clear gain. */
+    return *runner_up_us < 0.9 * *winner_us ? e->runner_up : e->variant;
 }
 
 /* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows
@@ -194,7 +265,7 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
         double fill = (double)p->cols / capacity;
         cost = 1.0 / (fill < 1.0 ? fill : 1.0);
         if (v->cluster > 1) cost *= 1.05;
-        programs = (p->rows + v->rows_per_program - 1) / v->rows_per_program * v->cluster;
+        programs = tile_row_programs(v, p->rows) * v->cluster;
     } else {
         /* Two passes: the second read mostly hits L2; charge 30% more traffic. */
         cost = 1.3;
@@ -280,13 +351,22 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         best_distance = compiled_distance;
     }
     if (best) {
-        decision->variant = best->variant;
+        double winner_us, runner_up_us;
+        decision->variant = weigh_waves(best, p, &winner_us, &runner_up_us);
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
+        char waves_note[160] = "";
+        if (winner_us > 0.0)
+            snprintf(waves_note, sizeof waves_note,
+                     "; by waves at %lld rows, %s %.2f us against %s %.2f us",
+                     (long long)p->rows, decision->variant == best->variant ? "winner" : "runner-up",
+                     decision->variant == best->variant ? winner_us : runner_up_us,
+                     decision->variant == best->variant ? "runner-up" : "winner",
+                     decision->variant == best->variant ? runner_up_us : winner_us);
         snprintf(decision->reason, sizeof decision->reason,
-                 "%s: %s table for sm_%d, bucket %lldx%lld%s", tile_rule_string(decision->rule),
+                 "%s: %s table for sm_%d, bucket %lldx%lld%s%s", tile_rule_string(decision->rule),
                  best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
-                 best_distance == 0 ? "" : " (nearest to this shape's bucket)");
+                 best_distance == 0 ? "" : " (nearest to this shape's bucket)", waves_note);
         return TILE_STATUS_SUCCESS;
     }
 
@@ -325,6 +405,7 @@ typedef struct cached_decision {
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
     int32_t sm_count, smem_limit, features, no_tensor_maps;
+    const int32_t *blocks_per_sm;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -335,7 +416,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
-        c->no_tensor_maps == p->no_tensor_maps) {
+        c->no_tensor_maps == p->no_tensor_maps && c->blocks_per_sm == p->blocks_per_sm) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -344,7 +425,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
-                           p->no_tensor_maps};
+                           p->no_tensor_maps, p->blocks_per_sm};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }
@@ -402,9 +483,7 @@ tile_status tile_choose_variant(const char *fn, int forced, int32_t *variant, ti
     tile_status s;
     if (forced && (s = tile_check_variant_index(fn, *variant, p->op, p->dtype))) return s;
     if ((s = tile_current_device(device)) != TILE_STATUS_SUCCESS) return s;
-    p->arch = (*device)->arch;
-    p->sm_count = (*device)->sm_count;
-    p->smem_limit = (*device)->smem_limit;
+    tile_problem_on_device(p, *device);
     s = forced ? tile_check_variant(fn, *variant, p) : tile_dispatch_cached(p, variant);
     return al ? tile_name_misaligned(fn, s, al) : s;
 }
@@ -421,20 +500,20 @@ tile_status tile_check_decision(const char *fn, const tile_decision *decision) {
 tile_status tile_explain_problem(const char *fn, tile_problem *p, int32_t arch,
                                  tile_decision *decision) {
     tile_status s;
-    int32_t sm_count = 0, smem_limit = tile_arch_smem_limit(arch);
     if (arch == 0) {
         const tile_device *device;
         if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-        arch = device->arch;
-        sm_count = device->sm_count;
-        smem_limit = device->smem_limit;
+        tile_problem_on_device(p, device);
     } else if (arch < 10) {
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: arch is %d; give 10*major+minor (90 = sm_90) or 0", fn, arch);
+    } else {
+        /* another arch: no SM count or occupancy (the heuristic assumes 132 SMs) */
+        p->arch = arch;
+        p->sm_count = 0;
+        p->smem_limit = tile_arch_smem_limit(arch);
+        p->blocks_per_sm = NULL;
     }
-    p->arch = arch;
-    p->sm_count = sm_count;
-    p->smem_limit = smem_limit;
     tile_decision d = {.struct_size = sizeof d};
     if ((s = tile_dispatch(p, &d)) != TILE_STATUS_SUCCESS) return s;
     const size_t size = decision->struct_size; /* copy only what the caller's struct holds */
@@ -467,6 +546,6 @@ tile_status tile_explain_rowwise(const char *fn, const char *op, tile_dtype dtyp
                          "%zu-byte elements",
                          fn, pointer_align, tile_dtype_string(dtype), elem);
     if (s != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = {op, dtype, rows, cols, align, 0, 0, 0, 0, 0};
+    tile_problem p = {.op = op, .dtype = dtype, .rows = rows, .cols = cols, .align = align};
     return tile_explain_problem(fn, &p, arch, decision);
 }

@@ -116,8 +116,8 @@ static tile_status check_args(const char *fn, const tile_grouped_matmul_args *a,
  * chosen for; the offsets are device data, never read here), cols the columns of C. */
 static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align) {
     const int64_t rows = a->total_m / a->groups;
-    return (tile_problem){grouped_matmul_op, a->dtype, rows > 1 ? rows : 1, a->n, align,
-                          0, 0, 0, 0, 0};
+    return (tile_problem){.op = grouped_matmul_op, .dtype = a->dtype,
+                          .rows = rows > 1 ? rows : 1, .cols = a->n, .align = align};
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in

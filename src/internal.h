@@ -30,7 +30,8 @@ typedef struct tile_device {
     int32_t arch; /* 10*major + minor */
     int32_t sm_count;
     int32_t smem_limit;     /* bytes of shared memory one program may opt in to */
-    int32_t *blocks_per_sm; /* per registry entry: resident programs per SM (0: not for this arch) */
+    int32_t *blocks_per_sm; /* per registry entry: resident thread blocks per SM, from the
+                             * driver (0: not for this arch) */
 } tile_device;
 tile_status tile_current_device(const tile_device **device);
 
@@ -46,7 +47,16 @@ typedef struct tile_problem {
     int32_t features;   /* TILE_FEATURE_* bits the call needs (0: none) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (a varlen attention call):
                              * variants that copy by them are not eligible */
+    const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain
+                                   * for another arch): tuned entries are then not weighed
+                                   * by waves */
 } tile_problem;
+
+/* Fills in p's device fields (arch, SM count, shared memory, occupancy) from `device`. */
+void tile_problem_on_device(tile_problem *p, const tile_device *device);
+
+/* Programs (row blocks of v->rows_per_program rows) a row-wise launch of `rows` rows needs. */
+int64_t tile_row_programs(const tile_variant *v, int64_t rows);
 
 /* Shared memory a program may opt in to on a GPU of this arch, for explain without the GPU
  * (the device's own attribute is used for real calls). */

@@ -115,19 +115,18 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
                                  "with %s",
                                  v->name, v->smem_bytes, tile_driver_error_name(r));
         }
-        /* Persistent variants launch as many programs as stay resident at once. */
+        /* Resident thread blocks per SM: persistent variants launch that many programs a
+         * SM, and dispatch weighs tuned winners by the waves it implies. */
         int blocks = 0;
-        if (v->persistent) {
-            r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function, v->threads,
-                                                               (size_t)v->smem_bytes);
-            if (r != CUDA_SUCCESS)
-                return tile_fail(TILE_STATUS_CUDA_ERROR, "occupancy of %s: %s", v->name,
-                                 tile_driver_error_name(r));
-            if (blocks < 1)
-                return tile_fail(TILE_STATUS_INTERNAL,
-                                 "%s cannot have one program resident per SM on sm_%d",
-                                 v->name, out->arch);
-        }
+        r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function, v->threads,
+                                                           (size_t)v->smem_bytes);
+        if (r != CUDA_SUCCESS)
+            return tile_fail(TILE_STATUS_CUDA_ERROR, "occupancy of %s: %s", v->name,
+                             tile_driver_error_name(r));
+        if (blocks < 1 && v->persistent) /* (any other launch fails on its own, clearly) */
+            return tile_fail(TILE_STATUS_INTERNAL,
+                             "%s cannot have one program resident per SM on sm_%d", v->name,
+                             out->arch);
         out->blocks_per_sm[i] = blocks;
     }
     return TILE_STATUS_SUCCESS;

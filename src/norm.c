@@ -129,8 +129,7 @@ static tile_status launch(const tile_device *device, int32_t variant, const tile
     };
     void *args[] = {&k};
     const tile_variant *v = &tile_registry[variant];
-    const int64_t programs = (a->rows + v->rows_per_program - 1) / v->rows_per_program;
-    return tile_launch(device, variant, programs, stream, args);
+    return tile_launch(device, variant, tile_row_programs(v, a->rows), stream, args);
 }
 
 /* Validate, dispatch (or, forced, check that `variant` may run it), launch. */
@@ -144,8 +143,9 @@ static tile_status run(const norm_entry *e, int forced, int32_t variant,
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
     /* Kernels without dropout hold fewer registers; calls that need it get the ones with it. */
     const int32_t features = a->p > 0.0f || a->mask ? TILE_FEATURE_DROPOUT : 0;
-    tile_problem p = {norm_op,      a->dtype,         a->rows,           a->cols, align,
-                      device->arch, device->sm_count, device->smem_limit, features, 0};
+    tile_problem p = {.op = norm_op, .dtype = a->dtype, .rows = a->rows, .cols = a->cols,
+                      .align = align, .features = features};
+    tile_problem_on_device(&p, device);
     if (forced) s = tile_check_variant(e->fn, variant, &p);
     else s = tile_dispatch_cached(&p, &variant);
     if (s != TILE_STATUS_SUCCESS) return s;

@@ -35,6 +35,11 @@ typedef struct tile_tuned_entry {
     int32_t rows_log2;
     int32_t cols_step;
     int32_t variant; /* index into tile_registry */
+    /* The tuned times (0 where the table has none) and the runner-up (-1: none), which
+     * dispatch weighs against the winner by waves at the call's rows. */
+    float time_us;
+    int32_t runner_up; /* index into tile_registry, or -1 */
+    float runner_up_us;
 } tile_tuned_entry;
 
 extern const tile_tuned_entry tile_tuned_table[];

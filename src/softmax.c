@@ -9,8 +9,7 @@ static tile_status softmax_launch(const tile_device *device, int32_t variant, in
     const tile_variant *v = &tile_registry[variant];
     int32_t log_flag = log_softmax ? 1 : 0;
     void *args[] = {&y, (void *)&x, &rows, &cols, &ld_y, &ld_x, &log_flag};
-    int64_t programs = (rows + v->rows_per_program - 1) / v->rows_per_program;
-    return tile_launch(device, variant, programs, stream, args);
+    return tile_launch(device, variant, tile_row_programs(v, rows), stream, args);
 }
 
 static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype dtype, void *y,
@@ -22,8 +21,9 @@ static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype 
     if (s != TILE_STATUS_SUCCESS) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count,
-                      device->smem_limit, 0, 0};
+    tile_problem p = {
+        .op = softmax_op, .dtype = dtype, .rows = rows, .cols = cols, .align = align};
+    tile_problem_on_device(&p, device);
     int32_t variant;
     if ((s = tile_dispatch_cached(&p, &variant)) != TILE_STATUS_SUCCESS) return s;
     return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);
@@ -52,8 +52,9 @@ tile_status tile_softmax_variant(int32_t variant, int32_t log_softmax, tile_dtyp
         return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-    tile_problem p = {softmax_op, dtype, rows, cols, align, device->arch, device->sm_count,
-                      device->smem_limit, 0, 0};
+    tile_problem p = {
+        .op = softmax_op, .dtype = dtype, .rows = rows, .cols = cols, .align = align};
+    tile_problem_on_device(&p, device);
     if ((s = tile_check_variant("tile_softmax_variant", variant, &p)) != TILE_STATUS_SUCCESS)
         return s;
     return softmax_launch(device, variant, log_softmax, y, x, rows, cols, ld_y, ld_x, stream);

@@ -14,6 +14,15 @@ static int exact_log2(long long v) {
     return v == 1 ? k : -1;
 }
 
+/* 0 when `s` is a whole finite number >= 0 (and below a day in microseconds). */
+static int parse_time(const char *s, double *out) {
+    char *end = NULL;
+    const double v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0.0 && v < 8.64e10)) return -1;
+    *out = v;
+    return 0;
+}
+
 int64_t tuning_cols_of_step(int32_t step) {
     if (step < 0 || step > 125) return -1; /* no bucket: 3 x 2^61 (step 125) is the last */
     if (step == 1) return 2;                /* no bucket between 1 and 2: the next one */
@@ -80,5 +89,20 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
     out->rows_log2 = exact_log2(rows);
     out->cols_step = tuning_cols_step_exact(colsv);
     out->variant = cols[4];
+    out->time_us = 0.0;
+    out->runner_up = NULL;
+    out->runner_up_us = 0.0;
+    if (count == 8) {
+        if (parse_time(cols[5], &out->time_us) || parse_time(cols[7], &out->runner_up_us)) {
+            snprintf(err, err_size, "time '%s' or '%s' is not a number of microseconds >= 0",
+                     cols[5], cols[7]);
+            return -1;
+        }
+        if (!cols[6][0]) {
+            snprintf(err, err_size, "runner_up is empty (a variant name, or - for none)");
+            return -1;
+        }
+        if (strcmp(cols[6], "-")) out->runner_up = cols[6];
+    }
     return 1;
 }

@@ -14,6 +14,12 @@ typedef struct tuning_line {
     int32_t rows_log2;       /* rows bucket 2^rows_log2 */
     int32_t cols_step;       /* cols bucket tuning_cols_of_step(cols_step) */
     const char *variant;     /* points into the line */
+    /* From columns 6 to 8 when the line has them (0, NULL, 0 otherwise): the winner's time,
+     * the runner-up (NULL for "-") and its time, in microseconds. Dispatch weighs the two by
+     * waves (docs/tuning.md). */
+    double time_us;
+    const char *runner_up;   /* points into the line */
+    double runner_up_us;
 } tuning_line;
 
 /* Column buckets: the powers of two and the values halfway between them in log scale, rounded

@@ -164,7 +164,7 @@ static tile_decision check_decision_of(const char *op, tile_dtype dt, int64_t ro
         fail();
     }
     /* the library's own predicate agrees */
-    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0, 0};
+    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0, 0, NULL};
     const char *why = "unset";
     assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
     assert_null(why);
@@ -470,7 +470,7 @@ static void test_registry(void **state) {
         assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
         /* every variant is eligible for some problem: its own width, at its arch */
         tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
-                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0};
+                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0, NULL};
         assert_true(tile_variant_eligible(r, &p, NULL));
     }
     for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
@@ -543,7 +543,7 @@ static void test_tuned_table(void **state) {
         assert_string_equal(v->op, e->op);
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
-        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0};
+        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0, NULL};
         /* explain decides for calls without optional features (no dropout) */
         if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
         tile_decision d = decision_at(e->op, e->dtype, rows, cols, e->arch);
@@ -598,7 +598,7 @@ static void test_internal_helpers(void **state) {
     assert_true(idx >= 0);
     const tile_variant *v = &tile_registry[idx];
     const char *why;
-    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0, 0};
+    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0, 0, NULL};
     assert_true(tile_variant_eligible(v, &p, &why));
     assert_null(why);
     p.dtype = TILE_DTYPE_BF16;
@@ -650,7 +650,7 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
 static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int32_t arch,
                                         const tile_decision *d) {
     const tile_problem p = {"attention", a->dtype, (int64_t)a->batch * a->heads_q * a->seqlen_q,
-                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0, 0};
+                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0, 0, NULL};
     const int32_t pick = best_variant(tile_registry, tile_registry_count, &p);
     if (d->rule == TILE_RULE_HEURISTIC) assert_int_equal(pick, d->variant);
     return pick;
@@ -874,7 +874,7 @@ static void test_grouped_matmul_heuristic(void **state) {
     for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
         for (int32_t arch = 80; arch <= 100; arch += 10) {
             tile_problem p = {"grouped_matmul", TILE_DTYPE_BF16, shapes_[s].rows,
-                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0, 0};
+                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0, 0, NULL};
             const int hopper = arch == 90, large = shapes_[s].large;
             const int want = hopper ? (large ? WGMMA_LARGE : WGMMA_SMALL)
                                     : (large ? MMA_LARGE : MMA_SMALL);
@@ -946,7 +946,7 @@ static void test_grouped_matmul_registry(void **state) {
                 if (d.rule != TILE_RULE_HEURISTIC) continue;
                 const int64_t rows = cases[c].rows > 1 ? cases[c].rows : 1;
                 tile_problem p = {"grouped_matmul", dts[t], rows, cases[c].n, align, arch, 0,
-                                  tile_arch_smem_limit(arch), 0, 0};
+                                  tile_arch_smem_limit(arch), 0, 0, NULL};
                 const double cost = tile_heuristic_cost(&tile_registry[d.variant], &p);
                 int hopper_only = 0;
                 for (int32_t i = 0; i < tile_registry_count; i++) {

@@ -1,7 +1,7 @@
 /* FUSEDOPS_TUNING_FILE: the run-time tuned table. The library reads the variable once per
  * process, so each scenario is its own run of this program: test_tuning_file MODE, where MODE
- * is good, compute (attention and grouped matmul entries), malformed, unknown, dtype or
- * missing (ctest runs each). Explain with an explicit arch needs no GPU. */
+ * is good, compute (attention and grouped matmul entries), malformed, unknown, dtype, missing
+ * or runner_up (ctest runs each). Explain with an explicit arch needs no GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -218,6 +218,12 @@ static void test_wrong_dtype(void **state) {
     expect_failure("is not a softmax f32 variant");
 }
 
+static void test_bad_runner_up(void **state) {
+    (void)state;
+    write_table("sm_90\tsoftmax\tbf16\t8x8\t" PLANTED "\t1.0\tsoftmax_f16_r16_n32_w4_v1\t1.1\n");
+    expect_failure("runner-up 'softmax_f16_r16_n32_w4_v1' is not a softmax bf16 variant");
+}
+
 static void test_missing_file(void **state) {
     (void)state;
     setenv("FUSEDOPS_TUNING_FILE", "/nonexistent/tuning.tsv", 1);
@@ -232,6 +238,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest unknown[] = {cmocka_unit_test(test_unknown_variant)};
     const struct CMUnitTest dtype[] = {cmocka_unit_test(test_wrong_dtype)};
     const struct CMUnitTest missing[] = {cmocka_unit_test(test_missing_file)};
+    const struct CMUnitTest runner_up[] = {cmocka_unit_test(test_bad_runner_up)};
     int rc;
     if (!strcmp(mode, "good")) rc = cmocka_run_group_tests(good, NULL, NULL);
     else if (!strcmp(mode, "compute")) rc = cmocka_run_group_tests(compute, NULL, NULL);
@@ -239,8 +246,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "unknown")) rc = cmocka_run_group_tests(unknown, NULL, NULL);
     else if (!strcmp(mode, "dtype")) rc = cmocka_run_group_tests(dtype, NULL, NULL);
     else if (!strcmp(mode, "missing")) rc = cmocka_run_group_tests(missing, NULL, NULL);
+    else if (!strcmp(mode, "runner_up")) rc = cmocka_run_group_tests(runner_up, NULL, NULL);
     else {
-        fprintf(stderr, "usage: test_tuning_file good|compute|malformed|unknown|dtype|missing\n");
+        fprintf(stderr, "usage: test_tuning_file good|compute|malformed|unknown|dtype|missing|runner_up\n");
         return 2;
     }
     if (path[0]) unlink(path);
