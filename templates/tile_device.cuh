@@ -202,7 +202,8 @@ __device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, i
             const float x = to_float(p[c < limit ? c : limit - 1]);
             t.v[i][0] = c < limit ? x : other;
         }
-    } else if (!row_ok || limit < L::VEC) { /* no whole vector in the row: element reads */
+    } else if (!row_ok || L::col(0) + L::VEC > limit) {
+        /* no whole vector of this thread's in the row: element reads */
 #pragma unroll
         for (int i = 0; i < L::ITERS; i++) {
             const int c = L::col(i);
@@ -211,15 +212,16 @@ __device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, i
                 t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
         }
     } else {
-        /* Whole vectors as above, a vector past the end reading the row's first one (dropped
-         * by the select), so every read is issued before any is used; then the elements of
-         * a vector that straddles the end (a row not a multiple of VEC), if any. */
+        /* Whole vectors as above, a vector past the end reading the thread's first one again
+         * (dropped by the select; its own, so a staged row's copy it wrote itself: no other
+         * thread's write to race with), so every read is issued before any is used; then the
+         * elements of a vector that straddles the end (a row not a multiple of VEC), if any. */
 #pragma unroll
         for (int i = 0; i < L::ITERS; i++) {
             const int c = L::col(i);
             const bool in = c + L::VEC <= limit;
             float x[L::VEC];
-            whole(x, in ? c : 0);
+            whole(x, in ? c : L::col(0));
 #pragma unroll
             for (int k = 0; k < L::VEC; k++) t.v[i][k] = in ? x[k] : other;
         }
