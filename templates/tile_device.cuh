@@ -178,10 +178,10 @@ template <typename L, typename T> __device__ __forceinline__ void write_vector(T
 // first `limit` columns exist. whole(out, c) reads the whole vector at column c (in bounds);
 // a vector straddling the end falls back to element reads from p; lanes outside the row read
 // as `other`. A whole tile (every tile but a row's last, and a row exactly BLOCK_N wide) takes
-// one bounds test instead of one per vector. A partial tile is not branched around per vector:
-// each vector reads a column clamped into the row and a select drops it past the end, so a
-// thread's reads are all in flight at once (behind a branch each, a scalar 4096-column tile's
-// 16 reads a thread went one after another: 3x slower on 3072 columns than on 4096).
+// one bounds test instead of one per vector. Scalar tiles (VEC 1) are not branched around per
+// element: each reads a column clamped into the row and a select drops it past the end, so a
+// thread's reads are all in flight at once (behind a branch each, a 4096-column tile's 16 reads
+// a thread went one after another: 3x slower on 3072 columns than on 4096).
 template <typename L, typename T, typename Whole>
 __device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, int64_t limit,
                                           float other, Whole whole) {
@@ -202,36 +202,16 @@ __device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, i
             const float x = to_float(p[c < limit ? c : limit - 1]);
             t.v[i][0] = c < limit ? x : other;
         }
-    } else if (!row_ok || L::col(0) + L::VEC > limit) {
-        /* no whole vector of this thread's in the row: element reads */
-#pragma unroll
-        for (int i = 0; i < L::ITERS; i++) {
-            const int c = L::col(i);
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++)
-                t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
-        }
     } else {
-        /* Whole vectors as above, a vector past the end reading the thread's first one again
-         * (dropped by the select; its own, so a staged row's copy it wrote itself: no other
-         * thread's write to race with), so every read is issued before any is used; then the
-         * elements of a vector that straddles the end (a row not a multiple of VEC), if any. */
 #pragma unroll
         for (int i = 0; i < L::ITERS; i++) {
             const int c = L::col(i);
-            const bool in = c + L::VEC <= limit;
-            float x[L::VEC];
-            whole(x, in ? c : L::col(0));
-#pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = in ? x[k] : other;
-        }
-#pragma unroll
-        for (int i = 0; i < L::ITERS; i++) {
-            const int c = L::col(i);
-            if (c < limit && c + L::VEC > limit) {
+            if (row_ok && c + L::VEC <= limit) {
+                whole(t.v[i], c);
+            } else {
 #pragma unroll
                 for (int k = 0; k < L::VEC; k++)
-                    if (c + k < limit) t.v[i][k] = to_float(p[c + k]);
+                    t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
             }
         }
     }
