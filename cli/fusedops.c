@@ -922,11 +922,12 @@ static int cmd_bench(int argc, char **argv) {
 /* ---------------------------------------------------------------- fusedops tune */
 
 /* What tune measured on one problem: every variant that ran and its median time per launch. */
+enum { TUNE_MAX_VARIANTS = 512 };
 typedef struct tune_times {
     int count;
-    int32_t variant[512];
-    int32_t align[512]; /* the variant's align_bytes */
-    double ms[512];
+    int32_t variant[TUNE_MAX_VARIANTS];
+    int32_t align[TUNE_MAX_VARIANTS]; /* the variant's align_bytes */
+    double ms[TUNE_MAX_VARIANTS];
 } tune_times;
 
 /* The fastest and the second fastest timed variant (-1: none) among those that need at most
@@ -953,7 +954,7 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
                           tile_dtype dtype, int64_t rows, int64_t cols, int batch,
                           const char *params, int32_t max_align, tune_times *t) {
     t->count = 0;
-    for (int32_t v = 0; v < tile_variant_count() && t->count < 512; v++) {
+    for (int32_t v = 0; v < tile_variant_count() && t->count < TUNE_MAX_VARIANTS; v++) {
         tile_variant_info info = {.struct_size = sizeof info};
         tile_variant_get(v, &info);
         if (strcmp(info.op, op_info[op].family) || info.dtype != dtype) continue;
@@ -1009,12 +1010,10 @@ typedef struct verify_times {
 /* One problem's result: the TSV lines of its bucket, rows x cols (dispatch's problem: a bucket
  * of its own on tune's grids), or with --verify the dispatched call against the fastest
  * variant; then progress on stderr: a bar redrawn in place on a terminal, else one line a
- * problem. The lines are the fastest variant, then for each narrower alignment the winner
- * needs and some variant does not, the fastest variant that takes it (dispatch takes a
+ * problem. The lines are the fastest variant of t, then for each narrower alignment the
+ * winner needs and some variant does not, the fastest variant that takes it, from `narrow`
+ * (those variants timed on rows of that alignment) or from t where NULL (dispatch takes a
  * bucket's first entry that the call's alignment allows). */
-/* One shape's outcome: tune's lines (the winner of t, then per narrower alignment the fastest
- * of `narrow`, the variants timed on rows of that alignment, or of t where NULL), or the
- * held-out check's line; and the progress. */
 static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *shape,
                         int64_t rows, int64_t cols, const tune_times *t, const tune_times *narrow,
                         const verify_times *vt, int done, int count) {
@@ -1175,19 +1174,18 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
                 const char *params = norm ? (pass ? "DROPOUT=1" : "DROPOUT=0") : NULL;
                 tune_times t, narrow;
                 time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, 0, &t);
-                /* The alignment lines serve calls whose rows are not 16-byte aligned: time
-                 * their candidates on such rows (every pointer one element off), where a
-                 * one-pass tile of scalar loads measured up to 2x slower than on aligned
-                 * rows while a two-pass loop did not (docs/tuning.md). */
-                const int32_t elem = (int32_t)support_dtype_size(dtype);
+                verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
                 if (!r->verify) {
+                    /* The alignment lines serve calls whose rows are not 16-byte aligned:
+                     * time their candidates on such rows (every pointer one element off),
+                     * where a one-pass tile of scalar loads measured up to 2x slower than
+                     * on aligned rows while a two-pass loop did not (docs/tuning.md). */
+                    const int32_t elem = (int32_t)support_dtype_size(dtype);
                     b.shift = (size_t)elem;
                     time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, elem,
                                   &narrow);
                     b.shift = 0;
-                }
-                verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
-                if (r->verify) {
+                } else {
                     vt = verify_dispatch(r->gpu, &b, pass_op, dtype, rows, cols, batch, &t);
                     /* (the norm explain decides for calls without dropout) */
                     tile_decision d = {.struct_size = sizeof d};

@@ -355,13 +355,13 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         decision->variant = weigh_waves(best, p, &winner_us, &runner_up_us);
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         char waves_note[160] = "";
-        if (winner_us > 0.0)
+        const int took_winner = decision->variant == best->variant;
+        if (winner_us > 0.0) /* the variant taken first */
             snprintf(waves_note, sizeof waves_note,
                      "; by waves at %lld rows, %s %.2f us against %s %.2f us",
-                     (long long)p->rows, decision->variant == best->variant ? "winner" : "runner-up",
-                     decision->variant == best->variant ? winner_us : runner_up_us,
-                     decision->variant == best->variant ? "runner-up" : "winner",
-                     decision->variant == best->variant ? runner_up_us : winner_us);
+                     (long long)p->rows, took_winner ? "winner" : "runner-up",
+                     took_winner ? winner_us : runner_up_us, took_winner ? "runner-up" : "winner",
+                     took_winner ? runner_up_us : winner_us);
         snprintf(decision->reason, sizeof decision->reason,
                  "%s: %s table for sm_%d, bucket %lldx%lld%s%s", tile_rule_string(decision->rule),
                  best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
