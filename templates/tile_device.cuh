@@ -175,43 +175,47 @@ template <typename L, typename T> __device__ __forceinline__ void write_vector(T
 }
 
 // The masked read shared by load and stage_load: tile columns [0, BLOCK_N) of a row at p, whose
-// first `limit` columns exist. whole(out, c) reads the whole vector at column c (in bounds);
-// a vector straddling the end falls back to element reads from p; lanes outside the row read
+// first `limit` columns exist. whole(out, c) reads the whole vector at column c; `spare` is a
+// column whole() may always read for this thread once the row has a whole vector (its value is
+// dropped). A vector straddling the end takes element reads from p; lanes outside the row read
 // as `other`. A whole tile (every tile but a row's last, and a row exactly BLOCK_N wide) takes
-// one bounds test instead of one per vector. Scalar tiles (VEC 1) are not branched around per
-// element: each reads a column clamped into the row and a select drops it past the end, so a
-// thread's reads are all in flight at once (behind a branch each, a 4096-column tile's 16 reads
-// a thread went one after another: 3x slower on 3072 columns than on 4096).
+// one bounds test instead of one per vector. A partial tile is not branched around per vector:
+// each reads a column clamped into the row (spare past the end) and a select drops it, so a
+// thread's reads are all in flight at once. Behind a branch each, they went one after another
+// (the branch held each vector's unpack): a scalar 4096-column tile ran 3x slower on 3072
+// columns than on 4096.
 template <typename L, typename T, typename Whole>
 __device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, int64_t limit,
-                                          float other, Whole whole) {
+                                          float other, int spare, Whole whole) {
     if (row_ok && limit >= L::BLOCK_N) {
 #pragma unroll
         for (int i = 0; i < L::ITERS; i++) whole(t.v[i], L::col(i));
         return;
     }
-    if constexpr (L::VEC == 1) {
-        if (!row_ok || limit < 1) { /* (p may lie past the tensor) */
+    if (!row_ok || limit < L::VEC) { /* no whole vector (p may lie past the tensor) */
 #pragma unroll
-            for (int i = 0; i < L::ITERS; i++) t.v[i][0] = other;
-            return;
-        }
+        for (int i = 0; i < L::ITERS; i++)
 #pragma unroll
-        for (int i = 0; i < L::ITERS; i++) {
-            const int c = L::col(i);
-            const float x = to_float(p[c < limit ? c : limit - 1]);
-            t.v[i][0] = c < limit ? x : other;
-        }
+            for (int k = 0; k < L::VEC; k++) t.v[i][k] = other;
     } else {
 #pragma unroll
         for (int i = 0; i < L::ITERS; i++) {
             const int c = L::col(i);
-            if (row_ok && c + L::VEC <= limit) {
-                whole(t.v[i], c);
-            } else {
+            const bool in = c + L::VEC <= limit;
+            float x[L::VEC];
+            whole(x, in ? c : spare);
+#pragma unroll
+            for (int k = 0; k < L::VEC; k++) t.v[i][k] = in ? x[k] : other;
+        }
+    }
+    if (L::VEC > 1 && row_ok && limit % L::VEC != 0) { /* the vector straddling the end */
+#pragma unroll
+        for (int i = 0; i < L::ITERS; i++) {
+            const int c = L::col(i);
+            if (c < limit && c + L::VEC > limit) {
 #pragma unroll
                 for (int k = 0; k < L::VEC; k++)
-                    t.v[i][k] = (row_ok && c + k < limit) ? to_float(p[c + k]) : other;
+                    if (c + k < limit) t.v[i][k] = to_float(p[c + k]);
             }
         }
     }
@@ -223,7 +227,8 @@ template <typename L, hint H, typename T>
 __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int64_t rows,
                                      int64_t col0, int64_t cols, int64_t ld, float other) {
     const T *p = base + row * ld + col0;
-    read_tile<L>(t, p, row < rows, cols - col0, other,
+    /* spare: the row's first vector, in bounds whenever a whole vector is */
+    read_tile<L>(t, p, row < rows, cols - col0, other, 0,
                  [&](float *out, int c) { read_vector<L, H>(out, p + c); });
 }
 
@@ -330,9 +335,12 @@ __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *
                                            int64_t rows, int64_t col0, int64_t cols, int64_t ld,
                                            float other) {
     const T *s = stage + stage_offset<L>(col0);
-    read_tile<L>(t, base + row * ld + col0, row < rows, cols - col0, other, [&](float *out, int c) {
-        unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), out);
-    });
+    /* spare: the thread's own first vector, which only its own copy writes (in a slot it
+     * never copied, stale bytes, dropped) */
+    read_tile<L>(t, base + row * ld + col0, row < rows, cols - col0, other, L::col(0),
+                 [&](float *out, int c) {
+                     unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), out);
+                 });
 }
 
 // ------------------------------------------------------------------------------ row ring
