@@ -28,7 +28,7 @@ typedef struct text {
     size_t len, cap;
 } text;
 
-static void die(const char *fmt, ...) {
+_Noreturn static void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("fusedops-gen: ", stderr);
@@ -259,6 +259,17 @@ static int find_row(const gen_state *st, const char *name) {
     return -1;
 }
 
+/* The row of `name`, a tuned line's winner or (runner_up) its runner-up, which must be a variant
+ * of the line's op and dtype (else the build stops: path:line and why). */
+static int line_row(const gen_state *st, const char *path, int line_no, const tuning_line *t,
+                    const char *name, int runner_up) {
+    const int v = find_row(st, name);
+    if (v >= 0 && !strcmp(st->rows[v].op, t->op) && st->rows[v].dtype == t->dtype) return v;
+    if (v < 0 && !runner_up) die("%s:%d: unknown variant '%s'", path, line_no, name);
+    die("%s:%d: %s '%s' is not a %s %s variant", path, line_no, runner_up ? "runner-up" : "variant",
+        name, t->op, grid_dtype_names[t->dtype]);
+}
+
 /* Appends the entries of one tuned TSV (docs/tuning.md) to *out as C initializers. */
 static void read_tuned(const gen_state *st, const char *path, text *out, int *count) {
     char *data = read_file(path);
@@ -272,19 +283,8 @@ static void read_tuned(const gen_state *st, const char *path, text *out, int *co
         int r = tuning_parse_line(line, &t, err, sizeof err);
         if (r < 0) die("%s:%d: %s", path, line_no, err);
         if (r == 0) continue;
-        int v = find_row(st, t.variant);
-        if (v < 0) die("%s:%d: unknown variant '%s'", path, line_no, t.variant);
-        if (strcmp(st->rows[v].op, t.op) || st->rows[v].dtype != t.dtype)
-            die("%s:%d: variant '%s' is not a %s %s variant", path, line_no, t.variant, t.op,
-                grid_dtype_names[t.dtype]);
-        int runner_up = -1;
-        if (t.runner_up) {
-            runner_up = find_row(st, t.runner_up);
-            if (runner_up < 0 || strcmp(st->rows[runner_up].op, t.op) ||
-                st->rows[runner_up].dtype != t.dtype)
-                die("%s:%d: runner-up '%s' is not a %s %s variant", path, line_no, t.runner_up,
-                    t.op, grid_dtype_names[t.dtype]);
-        }
+        const int v = line_row(st, path, line_no, &t, t.variant, 0);
+        const int runner_up = t.runner_up ? line_row(st, path, line_no, &t, t.runner_up, 1) : -1;
         text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d, %.9g, %d, %.9g}, /* %s */\n",
                     t.arch, t.op, t.dtype, t.rows_log2, t.cols_step, v, t.time_us, runner_up,
                     t.runner_up_us, t.variant);

@@ -27,6 +27,21 @@ static int32_t runtime_table_count;
 static tile_status runtime_table_status = TILE_STATUS_SUCCESS;
 static char runtime_table_message[384];
 
+/* The registry index of `name`, the line's winner or (runner_up) its runner-up, when it is a
+ * variant of the line's op and dtype; else -1, with the reason in err. */
+static int32_t line_variant(const tuning_line *t, const char *name, int runner_up, char *err,
+                            size_t err_size) {
+    const int32_t v = tile_variant_find(name);
+    if (v >= 0 && !strcmp(tile_registry[v].op, t->op) && (int)tile_registry[v].dtype == t->dtype)
+        return v;
+    const char *role = runner_up ? "runner-up" : "variant";
+    if (v < 0 && !runner_up) snprintf(err, err_size, "unknown variant '%s'", name);
+    else
+        snprintf(err, err_size, "%s '%s' is not a %s %s variant", role, name, t->op,
+                 tile_dtype_string((tile_dtype)t->dtype));
+    return -1;
+}
+
 static void runtime_table_load(void) {
     const char *path = getenv("FUSEDOPS_TUNING_FILE");
     if (!path || !*path) return;
@@ -46,25 +61,11 @@ static void runtime_table_load(void) {
         char err[256];
         int r = tuning_parse_line(line, &t, err, sizeof err);
         if (r == 0) continue;
-        int32_t v = r > 0 ? tile_variant_find(t.variant) : -1;
-        if (r > 0 && v < 0) {
-            snprintf(err, sizeof err, "unknown variant '%s'", t.variant);
-        } else if (r > 0 && (strcmp(tile_registry[v].op, t.op) ||
-                             (int)tile_registry[v].dtype != t.dtype)) {
-            snprintf(err, sizeof err, "variant '%s' is not a %s %s variant", t.variant, t.op,
-                     tile_dtype_string((tile_dtype)t.dtype));
-            v = -1;
-        }
-        int32_t runner_up = -1;
-        if (v >= 0 && t.runner_up) {
-            runner_up = tile_variant_find(t.runner_up);
-            if (runner_up < 0 || strcmp(tile_registry[runner_up].op, t.op) ||
-                (int)tile_registry[runner_up].dtype != t.dtype) {
-                snprintf(err, sizeof err, "runner-up '%s' is not a %s %s variant", t.runner_up,
-                         t.op, tile_dtype_string((tile_dtype)t.dtype));
-                v = -1;
-            }
-        }
+        int32_t v = r > 0 ? line_variant(&t, t.variant, 0, err, sizeof err) : -1;
+        const int has_runner_up = v >= 0 && t.runner_up;
+        const int32_t runner_up =
+            has_runner_up ? line_variant(&t, t.runner_up, 1, err, sizeof err) : -1;
+        if (has_runner_up && runner_up < 0) v = -1;
         if (v < 0) {
             runtime_table_status = TILE_STATUS_INVALID_ARGUMENT;
             snprintf(runtime_table_message, sizeof runtime_table_message,

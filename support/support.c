@@ -500,6 +500,15 @@ void *support_xmalloc(size_t n) {
     return p;
 }
 
+/* Waits for a setup's copies and memsets. They run on the legacy NULL stream and may return
+ * before the device has done them (a copy from pageable memory, cuMemsetD8), and a caller's
+ * non-blocking stream does not wait for that stream: without this, a late preset of an output
+ * could land after a call's results (the stress test's graph check saw replays "differ" from
+ * an eager call that way while other processes shared the GPU). */
+static void setup_done(const support_gpu *gpu) {
+    SUPPORT_CHECK(gpu, gpu->drv->cuCtxSynchronize());
+}
+
 CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
                            size_t offset, CUdeviceptr *base) {
     const size_t elem = support_dtype_size(dtype);
@@ -507,6 +516,7 @@ CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float
     support_pack(dtype, packed, v, n);
     SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(base, n * elem + offset * elem + 256));
     if (n) SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyHtoD(*base + offset * elem, packed, n * elem));
+    setup_done(gpu);
     free(packed);
     return *base + offset * elem;
 }
@@ -767,6 +777,7 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
     p->lse_elements = (int64_t)n_lse;
     const CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
     memcpy(p->bufs, bufs, sizeof bufs);
+    setup_done(gpu);
 }
 
 void support_attention_free(const support_gpu *gpu, support_attention_problem *p) {
@@ -1054,6 +1065,7 @@ void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_
     p->a = a, p->b = b, p->bias = bias, p->ends = ends;
     const CUdeviceptr bufs[] = {ba, bb, bc, bbias, bends};
     memcpy(p->bufs, bufs, sizeof bufs);
+    setup_done(gpu);
 }
 
 void support_grouped_matmul_free(const support_gpu *gpu, support_grouped_matmul_problem *p) {

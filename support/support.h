@@ -93,7 +93,8 @@ float *support_stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float l
 
 /* A device copy of n host floats stored as dtype, placed `offset` elements past a 256-byte
  * boundary (with 256 bytes to spare after it). Returns that address; *base is the allocation
- * to cuMemFree. */
+ * to cuMemFree. The copy has finished when it returns, so any stream may read it;
+ * support_attention_setup and support_grouped_matmul_setup likewise finish all they start. */
 CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
                            size_t offset, CUdeviceptr *base);
 

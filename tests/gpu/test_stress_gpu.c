@@ -99,7 +99,7 @@ static CUdeviceptr upload_random(tile_dtype dt, size_t n, uint64_t seed, float l
     return p;
 }
 
-static void buffers_fill(op_buffers *b, int op, uint64_t seed) {
+static void buffers_init(op_buffers *b, int op, uint64_t seed) {
     memset(b, 0, sizeof *b);
     b->op = op;
     if (op == OP_GROUPED_MATMUL) {
@@ -130,17 +130,6 @@ static void buffers_fill(op_buffers *b, int op, uint64_t seed) {
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->mask, b->mask_bytes));
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->mean, b->stats_bytes));
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&b->rstd, b->stats_bytes));
-}
-
-/* An op's buffers, its inputs uploaded and its outputs preset, all of it finished: the setup
- * runs on the legacy NULL stream (copies from pageable memory and memsets that may return
- * before the device is done), which the tests' non-blocking streams do not wait for. Without
- * this wait a late memset of an output could land after the eager call's results: the
- * likeliest cause of the graph replays that "differed" from the eager result, twice, while
- * other processes shared the GPU. */
-static void buffers_init(op_buffers *b, int op, uint64_t seed) {
-    buffers_fill(b, op, seed);
-    SUPPORT_CHECK(&gpu, gpu.drv->cuCtxSynchronize());
 }
 
 static void buffers_free(op_buffers *b) {

@@ -162,6 +162,8 @@ static CUresult fake_memset(CUdeviceptr dst, unsigned char v, size_t bytes) {
     return CUDA_SUCCESS;
 }
 
+static CUresult fake_synchronize(void) { return CUDA_SUCCESS; } /* host memory: nothing pending */
+
 static tile_driver fake_driver;
 static support_gpu fake_gpu;
 
@@ -172,6 +174,7 @@ static int setup_fake(void **state) {
     fake_driver.cuMemcpyHtoD = fake_htod;
     fake_driver.cuMemcpyDtoH = fake_dtoh;
     fake_driver.cuMemsetD8 = fake_memset;
+    fake_driver.cuCtxSynchronize = fake_synchronize;
     fake_gpu.drv = &fake_driver;
     return 0;
 }
