@@ -22,9 +22,13 @@ m4_define(<|TILE_ARGS|>, <|m4_ifelse(<|$2|>, , <|TILE_ERROR(<|$1 needs $3 argume
 # point's KERNEL names is emitted; the others are discarded.
 m4_define(<|TILE_KERNEL|>, <|TILE_NEED(<|KERNEL|>)TILE_NEED(<|VARIANT|>)TILE_NEED(<|THREADS|>)m4_dnl
 m4_ifelse(<|$1|>, KERNEL, <|m4_define(<|TILE_IN_KERNEL|>, 1)m4_dnl
-extern "C" __global__ void __launch_bounds__(THREADS) VARIANT $2 {
+extern "C" __global__ void __launch_bounds__(THREADS<||>TILE_MIN_PROGRAMS) VARIANT $2 {
     using T = tile::DTYPE;|>, <|m4_define(<|TILE_IN_KERNEL|>, 0)m4_divert(-1)|>)|>)
 m4_define(<|TILE_END|>, <|m4_ifelse(TILE_IN_KERNEL, 1, <|}|>, <|m4_divert(0)|>)|>)
+
+# TILE_MIN_PROGRAMS: where the grid point sets MAXREG (a register cap per thread, a tuning knob),
+# the programs an SM must hold at once, which makes nvcc keep a thread within MAXREG registers.
+m4_define(<|TILE_MIN_PROGRAMS|>, <|m4_ifdef(<|MAXREG|>, <|, m4_eval(65536 / (THREADS * MAXREG))|>)|>)
 
 # TILE_ROW_LAYOUT(L): L is the [ROWS, BLOCK_N] row tile of this grid point (CLUSTER programs
 # split a row when the grid sets CLUSTER).
