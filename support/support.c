@@ -76,6 +76,17 @@ int support_test_max_rows(int64_t *max_rows) {
     return 0;
 }
 
+int support_env_count(const char *name, int64_t fallback, int64_t *value) {
+    const char *text = getenv(name);
+    if (support_parse_max_rows(text, value)) {
+        fprintf(stderr, "FAIL %s=%s: want a whole number, at least 1 (or unset for %lld)\n", name,
+                text, (long long)fallback);
+        return -1;
+    }
+    if (!*value) *value = fallback;
+    return 0;
+}
+
 int64_t support_cap_rows(int64_t rows, int64_t max_rows) {
     return max_rows > 0 && rows > max_rows ? max_rows : rows;
 }

@@ -44,6 +44,10 @@ int support_parse_max_rows(const char *text, int64_t *max_rows);
  * saying that the cap is in effect when there is one. Returns -1 with a message on stderr
  * when the value is invalid: the test should then fail rather than run uncapped. */
 int support_test_max_rows(int64_t *max_rows);
+/* Environment variable `name`, a whole number of at least 1 parsed as support_parse_max_rows
+ * does, into *value; `fallback` where it is unset or empty. Returns -1 with a message on
+ * stderr when the value is invalid (the test should then fail). */
+int support_env_count(const char *name, int64_t fallback, int64_t *value);
 /* rows, or max_rows where that is a cap (> 0) below rows. */
 int64_t support_cap_rows(int64_t rows, int64_t max_rows);
 

@@ -26,7 +26,11 @@
 #include "fusedops.h"
 #include "support.h"
 
-enum { THREADS = 16, ITERATIONS = 20, REPLAYS = 100 };
+enum { THREADS = 16 };
+/* Iterations per thread and graph replays: 20 and 100, fewer where FUSEDOPS_STRESS_ITERATIONS
+ * and FUSEDOPS_STRESS_REPLAYS say so (compute-sanitizer runs, which are slow per launch; the
+ * threads still race on the first calls). Set once in main, before any thread starts. */
+static int64_t iterations = 20, replays = 100;
 enum { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_RESIDUAL_DROPOUT,
        OP_RESIDUAL_DROPOUT_NORM, OP_ATTENTION, OP_ATTENTION_VARLEN, OP_GROUPED_MATMUL, OP_COUNT };
 enum { ROW_OPS = OP_ATTENTION }; /* the ops before it take rows x cols */
@@ -229,7 +233,7 @@ static void *work(void *arg) {
     SUPPORT_CHECK(&gpu, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     snapshot now = {0};
     pthread_barrier_wait(&start_line); /* all threads call the library at once, for the first time */
-    for (int it = 0; it < ITERATIONS; it++) {
+    for (int it = 0; it < iterations; it++) {
         for (int op = 0; op < OP_COUNT; op++) {
             op_buffers *b = &w->ops[op];
             poison(b, stream);
@@ -331,10 +335,10 @@ static int check_graphs(void) {
         } else {
             SUPPORT_CHECK(&gpu, d->cuGraphInstantiate(&exec, graph, 0));
             int bad = 0;
-            for (int r = 0; r < REPLAYS; r++) {
+            for (int r = 0; r < replays; r++) {
                 if (r % 25 == 0) poison(&b, stream); /* now and then: each replay rewrites it all */
                 SUPPORT_CHECK(&gpu, d->cuGraphLaunch(exec, stream));
-                if (r % 25 == 24 || r == REPLAYS - 1) {
+                if (r % 25 == 24 || r == replays - 1) {
                     take(&b, stream, &replayed);
                     bad |= memcmp(replayed.bytes, eager.bytes, eager.size) != 0;
                 }
@@ -363,10 +367,16 @@ int main(void) {
         return SUPPORT_EXIT_NO_GPU;
     }
     printf("GPU 0: %s, sm_%d\n", gpu.name, gpu.arch);
+    if (support_env_count("FUSEDOPS_STRESS_ITERATIONS", iterations, &iterations) ||
+        support_env_count("FUSEDOPS_STRESS_REPLAYS", replays, &replays)) {
+        support_gpu_close(&gpu);
+        return 1;
+    }
     char what[2][80];
-    snprintf(what[0], sizeof what[0], "%d threads x %d iterations x %d ops, lazy init raced",
-             THREADS, ITERATIONS, OP_COUNT);
-    snprintf(what[1], sizeof what[1], "%d ops captured, each replayed %d times", OP_COUNT, REPLAYS);
+    snprintf(what[0], sizeof what[0], "%d threads x %lld iterations x %d ops, lazy init raced",
+             THREADS, (long long)iterations, OP_COUNT);
+    snprintf(what[1], sizeof what[1], "%d ops captured, each replayed %lld times", OP_COUNT,
+             (long long)replays);
     const int threads = check_threads();
     printf("%-60s %s\n", what[0], threads ? "FAIL" : "ok");
     const int graphs = check_graphs();
