@@ -26,6 +26,7 @@
     X(cuKernelGetAttribute)      \
     X(cuKernelGetFunction)       \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+    X(cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernelEx)          \
     X(cuMemAlloc)                \
     X(cuMemFree)                 \
