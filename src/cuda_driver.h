@@ -26,7 +26,6 @@
     X(cuKernelGetAttribute)      \
     X(cuKernelGetFunction)       \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-    X(cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernelEx)          \
     X(cuMemAlloc)                \
     X(cuMemFree)                 \

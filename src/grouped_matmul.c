@@ -120,11 +120,10 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
                           .rows = rows > 1 ? rows : 1, .cols = a->n, .align = align};
 }
 
-/* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, families tma and
- * tmacluster): A in boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x b_rows (BLOCK_N,
- * or the half of it each program of a pair copies), N-major in 64 n x 64 k. */
+/* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
+ * boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k. */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
-                               int64_t block_m, int64_t b_rows, tile_gemm_kernel_args *k) {
+                               int64_t block_m, int64_t block_n, tile_gemm_kernel_args *k) {
     if (a->total_m > INT32_MAX)
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: total_m %lld exceeds the 2^31 - 1 rows tensor-map variants address",
@@ -137,7 +136,7 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     /* One group: any stride past the matrix (the map's dims must not overlap). */
     const int64_t group = a->groups > 1 ? a->b_group_stride : (outer * k->b_ld + 7) / 8 * 8;
     const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {k->b_ld, group};
-    const uint32_t b_box[3] = {64, kmajor ? (uint32_t)b_rows : 64, 1};
+    const uint32_t b_box[3] = {64, kmajor ? (uint32_t)block_n : 64, 1};
     return tile_encode_tensor_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
 }
 
@@ -168,15 +167,13 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .b_kmajor = kmajor,
     };
     if (tile_variant_uses_tensor_maps(v)) {
-        tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n / v->cluster, &k);
+        tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
     }
-    /* Tiles: each group's rows in steps of rows_per_program (BLOCK_M) times the cluster (a
-     * pair of programs takes two blocks), at most one partial step per group, times the column
-     * blocks. The variants are persistent: tile_launch clamps this to the programs (clusters)
-     * that fit on the GPU at once, which loop over the tiles. */
-    const int64_t step = (int64_t)v->rows_per_program * v->cluster;
-    const int64_t m_tiles = (a->total_m + step - 1) / step + a->groups;
+    /* Tiles: each group's rows in blocks of rows_per_program (BLOCK_M), at most one partial
+     * block per group, times the column blocks. The variants are persistent: tile_launch
+     * clamps this to the programs that fit on the GPU at once, which loop over the tiles. */
+    const int64_t m_tiles = (a->total_m + v->rows_per_program - 1) / v->rows_per_program + a->groups;
     const int64_t n_tiles = (a->n + block_n - 1) / block_n;
     const int64_t programs = m_tiles > INT64_MAX / n_tiles ? INT64_MAX : m_tiles * n_tiles;
     void *args[] = {&k};

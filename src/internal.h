@@ -32,8 +32,6 @@ typedef struct tile_device {
     int32_t smem_limit;     /* bytes of shared memory one program may opt in to */
     int32_t *blocks_per_sm; /* per registry entry: resident thread blocks per SM, from the
                              * driver (0: not for this arch) */
-    int32_t *resident_programs; /* per registry entry: programs (clusters) resident on the
-                                 * whole GPU at once, what a persistent launch takes */
 } tile_device;
 tile_status tile_current_device(const tile_device **device);
 

@@ -66,37 +66,6 @@ static void library_load(void) {
     library_status = TILE_STATUS_SUCCESS;
 }
 
-/* The launch of `blocks` thread blocks of variant v on `stream`, in clusters of v->cluster
- * (the attribute lives in *cluster_attr, which must outlive the config). */
-static CUlaunchConfig variant_launch_config(const tile_variant *v, int64_t blocks, tile_stream stream,
-                                            CUlaunchAttribute *cluster_attr) {
-    cluster_attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster_attr->value.clusterDim.x = (unsigned)v->cluster;
-    cluster_attr->value.clusterDim.y = 1;
-    cluster_attr->value.clusterDim.z = 1;
-    return (CUlaunchConfig){
-        .gridDimX = (unsigned)blocks,
-        .gridDimY = 1,
-        .gridDimZ = 1,
-        .blockDimX = (unsigned)v->threads,
-        .blockDimY = 1,
-        .blockDimZ = 1,
-        .sharedMemBytes = (unsigned)v->smem_bytes,
-        .hStream = (CUstream)stream,
-        .attrs = v->cluster > 1 ? cluster_attr : NULL,
-        .numAttrs = v->cluster > 1 ? 1 : 0,
-    };
-}
-
-/* How many clusters of a cluster variant the device holds at once (the query needs the
- * launch's shape, one cluster's worth of grid). */
-static CUresult cluster_occupancy(const tile_driver *d, CUfunction function, const tile_variant *v,
-                                  int *clusters) {
-    CUlaunchAttribute cluster_attr;
-    const CUlaunchConfig config = variant_launch_config(v, v->cluster, NULL, &cluster_attr);
-    return d->cuOccupancyMaxActiveClusters(clusters, function, &config);
-}
-
 static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_device *out) {
     int major = 0, minor = 0, sms = 0;
     CUresult r = d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
@@ -118,10 +87,7 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     out->sm_count = sms;
     out->smem_limit = smem_limit;
     if (!out->blocks_per_sm) out->blocks_per_sm = calloc((size_t)tile_registry_count, sizeof(int32_t));
-    if (!out->resident_programs)
-        out->resident_programs = calloc((size_t)tile_registry_count, sizeof(int32_t));
-    if (!out->blocks_per_sm || !out->resident_programs)
-        return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
+    if (!out->blocks_per_sm) return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *v = &tile_registry[i];
         /* Variants outside the arch range, or wanting more shared memory than this GPU has,
@@ -162,22 +128,6 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
                              "%s cannot have one program resident per SM on sm_%d", v->name,
                              out->arch);
         out->blocks_per_sm[i] = blocks;
-        out->resident_programs[i] = sms * blocks;
-        /* A cluster's blocks share a GPC: fewer clusters fit than SMs / cluster suggests (a
-         * persistent launch past them runs a second wave of whole clusters, measured 2x
-         * slower on an H100 for the grouped matmul's pairs). */
-        if (v->cluster > 1 && v->persistent) {
-            int clusters = 0;
-            r = cluster_occupancy(d, function, v, &clusters);
-            if (r != CUDA_SUCCESS)
-                return tile_fail(TILE_STATUS_CUDA_ERROR, "cluster occupancy of %s: %s", v->name,
-                                 tile_driver_error_name(r));
-            if (clusters < 1)
-                return tile_fail(TILE_STATUS_INTERNAL,
-                                 "%s cannot have one cluster of %d resident on sm_%d", v->name,
-                                 v->cluster, out->arch);
-            out->resident_programs[i] = clusters;
-        }
     }
     return TILE_STATUS_SUCCESS;
 }
@@ -227,7 +177,7 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
     const tile_variant *v = &tile_registry[variant];
     const tile_driver *d = tile_driver_get(NULL);
     if (v->persistent && !all_programs) {
-        const int64_t resident = device->resident_programs[variant];
+        const int64_t resident = (int64_t)device->sm_count * device->blocks_per_sm[variant];
         if (programs > resident) programs = resident;
     }
     int64_t blocks = programs * v->cluster;
@@ -236,7 +186,22 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
                          "%s: %lld thread blocks exceed the grid limit of %d", v->name,
                          (long long)blocks, INT32_MAX);
     CUlaunchAttribute cluster_attr;
-    const CUlaunchConfig config = variant_launch_config(v, blocks, stream, &cluster_attr);
+    cluster_attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster_attr.value.clusterDim.x = (unsigned)v->cluster;
+    cluster_attr.value.clusterDim.y = 1;
+    cluster_attr.value.clusterDim.z = 1;
+    CUlaunchConfig config = {
+        .gridDimX = (unsigned)blocks,
+        .gridDimY = 1,
+        .gridDimZ = 1,
+        .blockDimX = (unsigned)v->threads,
+        .blockDimY = 1,
+        .blockDimZ = 1,
+        .sharedMemBytes = (unsigned)v->smem_bytes,
+        .hStream = (CUstream)stream,
+        .attrs = v->cluster > 1 ? &cluster_attr : NULL,
+        .numAttrs = v->cluster > 1 ? 1 : 0,
+    };
     /* A CUkernel stands in for a CUfunction (device setup already loaded it into the context). */
     CUresult r = d->cuLaunchKernelEx(&config, (CUfunction)kernels[variant], args, NULL);
     if (r != CUDA_SUCCESS)

@@ -332,7 +332,7 @@ m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn
 # consumer warpgroups of 64 rows each of a 128-row tile).
 # TILE_GEMM_LAYOUT(L): L is the tiling of this grid point.
 m4_define(<|TILE_GEMM_LAYOUT|>, <|TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|STAGES|>)m4_dnl
-using $1 = m4_ifdef(<|WARPGROUPS|>, <|tile::gemm::ws_layout<BLOCK_M, BLOCK_N, STAGES, m4_ifdef(<|CLUSTER|>, CLUSTER, 1)>|>, <|tile::gemm::mma_layout<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>|>); m4_dnl
+using $1 = m4_ifdef(<|WARPGROUPS|>, <|tile::gemm::ws_layout<BLOCK_M, BLOCK_N, STAGES>|>, <|tile::gemm::mma_layout<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>|>); m4_dnl
 static_assert($1::BM == BLOCK_M && $1::PROGRAM_THREADS == THREADS, "the grid's tile and threads match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the stages")|>)
 # TILE_GEMM_TILES(tiles, L): STAGES buffers of an A k-tile and a B k-tile in shared memory.
@@ -365,14 +365,11 @@ m4_define(<|TILE_GEMM_PRODUCT|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCT|>, <|$5|>, 5)ti
 m4_define(<|TILE_GEMM_STORE|>, <|TILE_ARGS(<|TILE_GEMM_STORE|>, <|$5|>, 5)tile::gemm::store_tile<$4, T>($1, $2, $3, $5)|>)
 
 # Warp-specialized variants (WARPGROUPS 3): TILE_GEMM_PIPELINE(pipe, L): pipe = the ring of
-# stages with a full and an empty barrier each (collective, once; with CLUSTER 2 the pair's
-# programs share it: each copies half of every B k-tile into both). TILE_GEMM_PIPELINE_END(L):
-# collective, last: a cluster's programs leave together. TILE_GEMM_PRODUCER(L): whether
+# stages with a full and an empty barrier each (collective, once). TILE_GEMM_PRODUCER(L): whether
 # this thread is in the producer warpgroup; TILE_GEMM_PRODUCER_WARP(L): in the one warp of it
 # that walks the tiles (its lane 0 issues the copies). TILE_PRODUCER_REGISTERS(L) / TILE_CONSUMER_REGISTERS(L): the warpgroup
 # gives registers back / takes them (every thread of the warpgroup).
 m4_define(<|TILE_GEMM_PIPELINE|>, <|auto $1 = tile::gemm::pipeline_start<$2>()|>)
-m4_define(<|TILE_GEMM_PIPELINE_END|>, <|tile::gemm::pipeline_end<$1>()|>)
 m4_define(<|TILE_GEMM_PRODUCER|>, <|tile::gemm::is_producer<$1>()|>)
 m4_define(<|TILE_GEMM_PRODUCER_WARP|>, <|tile::gemm::is_producer_warp<$1>()|>)
 m4_define(<|TILE_PRODUCER_REGISTERS|>, <|tile::warpgroup_registers_release<$1::PRODUCER_REGS>()|>)

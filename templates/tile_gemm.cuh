@@ -36,8 +36,6 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> st
     static constexpr int STAGE_BYTES = (A_ELEMS + B_ELEMS) * 2;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
     static constexpr bool WGMMA = false;
-    static constexpr int CLUSTER = 1, STEP_ROWS = BM; // STEP_ROWS: a program's rows of a group
-    __device__ static int cluster_rank() { return 0; }
     __device__ static int warp_row0() { return (threadIdx.x / 32 / WARPS_N) * WTM; }
     __device__ static int warp_col0() { return (threadIdx.x / 32 % WARPS_N) * WTN; }
     static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "whole fragments");
@@ -46,12 +44,9 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> st
 // Warp-specialized wgmma: warpgroup 0 produces (one thread issues the tensor-memory-accelerator
 // copies of each k-tile, STAGES ahead, as consumers hand stages back through mbarriers);
 // warpgroups 1 and 2 consume, 64 rows each of the 128 x BN tile. The epilogue of one tile
-// overlaps the copies of the next. With CLUSTER 2, the two programs of a cluster take the two
-// halves of a 256-row step of the same group and the same columns: each copies half of the
-// shared B k-tile into both (TMA multicast), so B crosses from L2 once per pair.
-template <int BM_, int BN_, int STAGES_, int CLUSTER_ = 1> struct ws_layout {
+// overlaps the copies of the next.
+template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
-    static constexpr int CLUSTER = CLUSTER_, STEP_ROWS = BM * CLUSTER;
     static constexpr int WARPS = 12, THREADS = 384, PROGRAM_THREADS = THREADS;
     static constexpr int CONSUMER_WARPS = 8;
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; // 128 * 40 + 256 * 232 <= 64K
@@ -65,14 +60,12 @@ template <int BM_, int BN_, int STAGES_, int CLUSTER_ = 1> struct ws_layout {
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
     static constexpr bool WGMMA = true;
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
-    __device__ static int cluster_rank() { return CLUSTER > 1 ? (int)(blockIdx.x % CLUSTER) : 0; }
     __device__ static int warp_row0() { return (threadIdx.x / 32 - 4) * 16; }
     __device__ static int warp_col0() { return 0; }
     // byte offset of the consumer's 64 rows in an A stage (rows of 128 bytes)
     __device__ static uint32_t a_offset() { return consumer_wg() * 64 * 128; }
     static_assert(BM == 128 && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
                   "64-row warpgroups, wgmma N of 128 or 256 (the epilogue stages 128 columns a pass)");
-    static_assert(CLUSTER == 1 || CLUSTER == 2, "a pair of programs shares B");
 };
 
 // ------------------------------------------------------------------------------ scheduler
@@ -85,9 +78,7 @@ struct tile_pos {
 
 // Tiles are numbered group by group; a program takes tiles blockIdx.x, + gridDim.x, ... and
 // keeps a cursor over the groups (tile numbers only grow, so the walk is done once per
-// program). Every thread computes the same cursor: no shared memory, no barrier. A cluster
-// walks as one program: its tiles are steps of STEP_ROWS rows, of which each member takes its
-// BM (a member past the group's end computes a tile it never stores).
+// program). Every thread computes the same cursor: no shared memory, no barrier.
 struct scheduler {
     int64_t next;            // the tile this program takes next
     int32_t group;           // cursor: group, its rows and its tiles [base, base + tiles)
@@ -99,7 +90,7 @@ struct scheduler {
 template <typename L>
 __device__ __forceinline__ scheduler scheduler_init(const tile_gemm_kernel_args &a) {
     scheduler s;
-    s.next = blockIdx.x / L::CLUSTER;
+    s.next = blockIdx.x;
     s.group = -1;
     s.start = s.end = 0;
     s.base = s.tiles = 0;
@@ -132,7 +123,7 @@ __device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_ker
         if (s.end > end) end = s.end;
         int64_t start = __shfl_up_sync(all, end, 1);
         if (lane == 0) start = s.end;
-        const int64_t tiles = g < a.groups ? (end - start + L::STEP_ROWS - 1) / L::STEP_ROWS * s.n_tiles : 0;
+        const int64_t tiles = g < a.groups ? (end - start + L::BM - 1) / L::BM * s.n_tiles : 0;
         int64_t upto = tiles; // inclusive prefix sum of the tiles
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -165,10 +156,10 @@ __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_ker
     const int64_t rows = m_tiles - band * BAND < BAND ? m_tiles - band * BAND : BAND;
     const int64_t r = local - band * BAND * s.n_tiles;
     pos.group = s.group;
-    pos.row0 = s.start + (band * BAND + r % rows) * L::STEP_ROWS + L::cluster_rank() * L::BM;
+    pos.row0 = s.start + (band * BAND + r % rows) * L::BM;
     pos.row_end = s.end;
     pos.col0 = (int32_t)(r / rows) * L::BN;
-    s.next += gridDim.x / L::CLUSTER;
+    s.next += gridDim.x;
     return true;
 }
 
@@ -318,21 +309,11 @@ template <typename L> __device__ __forceinline__ void products_finish(accumulato
 
 // ------------------------------------------------------------------------------ pipeline
 // The warp-specialized variants' stage ring (tile::stage_ring): the producer's one warp fills
-// stages by tensor map, every consumer warp hands each stage back. In a cluster a stage is free
-// once the consumer warps of both programs are done with it (the peer's producer fills half of
-// its B tile), so each empty barrier counts the arrivals of both.
+// stages by tensor map, every consumer warp hands each stage back.
 template <typename L> using pipeline = stage_ring<L::STAGES>;
-// Collective, once per program: the barriers, initialized and visible to every thread (and, in
-// a cluster, to the peer, before its first copy or arrival can reach them).
+// Collective, once per program: the barriers, initialized and visible to every thread.
 template <typename L> __device__ __forceinline__ pipeline<L> pipeline_start() {
-    pipeline<L> p = stage_ring_start<L::STAGES, L::CONSUMER_WARPS * L::CLUSTER>();
-    if (L::CLUSTER > 1) cluster_sync();
-    return p;
-}
-// Collective, at the end of the kernel: in a cluster, no program leaves while its peer may
-// still arrive on its barriers.
-template <typename L> __device__ __forceinline__ void pipeline_end() {
-    if (L::CLUSTER > 1) cluster_sync();
+    return stage_ring_start<L::STAGES, L::CONSUMER_WARPS>();
 }
 template <typename L> __device__ __forceinline__ bool is_producer() { return threadIdx.x < 128; }
 
@@ -353,36 +334,15 @@ __device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<
     mbarrier_expect_bytes(full, L::STAGE_BYTES);
     const int32_t k0 = kt * L::BK;
     tma_load_2d(t.a(p.stage), &a.a_map, k0, (int32_t)pos.row0, full);
-    unsigned char *b = reinterpret_cast<unsigned char *>(t.b(p.stage));
-    if (L::CLUSTER == 1 && a.b_kmajor) {
-        tma_load_3d(b, &a.b_map, k0, pos.col0, pos.group, full);
-    } else if (L::CLUSTER == 1) {
+    if (a.b_kmajor) {
+        tma_load_3d(t.b(p.stage), &a.b_map, k0, pos.col0, pos.group, full);
+    } else {
 #pragma unroll
         for (int j = 0; j < L::BN / 64; j++) // 64-column blocks of 64 k-rows
-            tma_load_3d(b + j * 64 * 128, &a.b_map, pos.col0 + 64 * j, k0, pos.group, full);
-    } else if (a.b_kmajor) { // this program's half of the B rows (the map's box is BN / CLUSTER)
-        constexpr int HALF = L::BN / L::CLUSTER;
-        const int r = L::cluster_rank();
-        tma_load_3d_multicast(b + r * HALF * 128, &a.b_map, k0, pos.col0 + r * HALF, pos.group, full,
-                              (1u << L::CLUSTER) - 1);
-    } else {                 // this program's share of the 64-column blocks
-        constexpr int BLOCKS = L::BN / 64 / L::CLUSTER;
-#pragma unroll
-        for (int i = 0; i < BLOCKS; i++) {
-            const int j = L::cluster_rank() * BLOCKS + i;
-            tma_load_3d_multicast(b + j * 64 * 128, &a.b_map, pos.col0 + 64 * j, k0, pos.group, full,
-                                  (1u << L::CLUSTER) - 1);
-        }
+            tma_load_3d(reinterpret_cast<unsigned char *>(t.b(p.stage)) + j * 64 * 128, &a.b_map,
+                        pos.col0 + 64 * j, k0, pos.group, full);
     }
     p.advance();
-}
-
-// Consumer warp: hands stage `held` back to the producers (lane 0 arrives for the warp): its
-// own program's and, in a cluster, the peer's, whose copies filled half of it.
-template <typename L, int STAGES> __device__ __forceinline__ void release_stage(stage_ring<STAGES> &p, int held) {
-    if (held < 0 || lane_id() != 0) return;
-    mbarrier_arrive(&p.empty[held]);
-    if (L::CLUSTER > 1) mbarrier_arrive_cluster(&p.empty[held], (uint32_t)(L::cluster_rank() ^ 1));
 }
 
 // Consumers: wait for the next stage's copies, issue acc += A B from it, wait for the previous
@@ -394,7 +354,7 @@ __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c
     if (b_kmajor) wg_k_tile<L, T, true>(c, t, p.stage);
     else wg_k_tile<L, T, false>(c, t, p.stage);
     wg_wait_groups<1>();
-    release_stage<L>(p, held);
+    if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
     held = p.stage;
     p.advance();
 }
@@ -402,7 +362,7 @@ __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c
 template <typename L>
 __device__ __forceinline__ void consume_finish(pipeline<L> &p, accumulator<L> &c, int &held) {
     products_finish<L>(c);
-    release_stage<L>(p, held);
+    if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
     held = -1;
 }
 

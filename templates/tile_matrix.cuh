@@ -170,29 +170,6 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
     (void)bar;
 #endif
 }
-// One arrival on the barrier at the same offset in the shared memory of cluster program `rank`
-// (a peer's consumers handing back a stage that this program's copies also fill).
-__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t *bar, uint32_t rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                 : "=r"(remote)
-                 : "r"((uint32_t)__cvta_generic_to_shared(bar)), "r"(rank));
-    // release at CTA scope, as a local arrival: the arriving warps' reads were wgmma operands,
-    // complete by now; cluster scope would put a memory barrier (MEMBAR) before every arrival,
-    // which an H100 profile showed as 42% of the consumers' stalls (the pairs ran 2x slower)
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-#else
-    (void)bar, (void)rank;
-#endif
-}
-// Every thread of every program of the cluster: writes before it (barrier initialization,
-// remote arrivals) are visible to the whole cluster after it.
-__device__ __forceinline__ void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
 // One arrival that also announces `bytes` of copies completing on the barrier's phase.
 __device__ __forceinline__ void mbarrier_expect_bytes(uint64_t *bar, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -236,21 +213,6 @@ __device__ __forceinline__ void tma_load_4d(void *smem, const void *map, int32_t
                  : "memory");
 #else
     (void)smem, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar;
-#endif
-}
-
-// The same copy into the same shared-memory offset of every program of the cluster in `mask`
-// (TMA multicast), each completing its bytes on its own barrier at `bar`'s offset: programs of
-// a cluster that need the same tile read it from L2 once.
-__device__ __forceinline__ void tma_load_3d_multicast(void *smem, const void *map, int32_t c0, int32_t c1,
-                                                      int32_t c2, uint64_t *bar, uint16_t mask) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"((uint32_t)__cvta_generic_to_shared(bar)), "h"(mask)
-                 : "memory");
-#else
-    (void)smem, (void)map, (void)c0, (void)c1, (void)c2, (void)bar, (void)mask;
 #endif
 }
 

@@ -467,8 +467,7 @@ static void test_registry(void **state) {
         assert_int_equal(r->max_cols, v.max_cols);
         assert_int_equal(r->align_bytes, v.align_bytes);
         assert_true(r->rows_per_program >= 1);
-        /* a row op's cluster splits one row; a grouped matmul's pairs row blocks */
-        if (strcmp(v.op, "grouped_matmul")) assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
+        assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
         /* every variant is eligible for some problem: its own width, at its arch */
         tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
                           v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0, NULL};
