@@ -240,7 +240,7 @@ using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4, m4_ifdef(<|STAGES
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WG_AHEAD(L): how many key tiles the copies run ahead of the products (stages - 1).
 m4_define(<|TILE_WG_AHEAD|>, <|$1::AHEAD|>)
-# TILE_WG_TILES(tiles, L): tiles.q and STAGES buffers tiles.k[s], tiles.v[s] in shared memory.
+# TILE_WG_TILES(tiles, L): tiles.q and STAGES buffers tiles.k(s), tiles.v(s) in shared memory.
 m4_define(<|TILE_WG_TILES|>, <|const auto $1 = tile::attn::wg_shared_tiles<$2, T>()|>)
 # TILE_WG_COPY_Q(tiles, L, a, blk), TILE_WG_COPY_K(tiles, L, a, blk, n), TILE_WG_COPY_V(...):
 # start copying the query block, or key / value tile n (into K / V stage n % stages);

@@ -457,9 +457,17 @@ template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     __device__ static int consumer_wg() { return threadIdx.x / 128; } // the warpgroup's 64 rows
 };
 
+// K and V stages are addressed from one base (stage s: K at 2s, V at 2s + 1 tiles past Q), not
+// through arrays of pointers: indexed by a run-time stage, those lived in local memory, and each
+// product waited on a local load for its operand's address (SASS of the ws kernels).
 template <typename L, typename T> struct wg_tiles {
     T *q;        // also the output staging (padded rows of PITCH)
-    T *k[L::STAGES], *v[L::STAGES];
+    uint32_t kv; // shared-window address: a generic pointer costs two registers more
+    __device__ T *k(int s) const { return stage(2 * s); }
+    __device__ T *v(int s) const { return stage(2 * s + 1); }
+    __device__ T *stage(int i) const {
+        return reinterpret_cast<T *>(__cvta_shared_to_generic(kv + (uint32_t)(i * L::KV_BYTES)));
+    }
 };
 template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_shared_tiles() {
     extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
@@ -468,10 +476,7 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
     unsigned char *p = reinterpret_cast<unsigned char *>(base);
     wg_tiles<L, T> t;
     t.q = reinterpret_cast<T *>(p);
-    for (int s = 0; s < L::STAGES; s++) {
-        t.k[s] = reinterpret_cast<T *>(p + L::Q_REGION + (2 * s) * L::KV_BYTES);
-        t.v[s] = reinterpret_cast<T *>(p + L::Q_REGION + (2 * s + 1) * L::KV_BYTES);
-    }
+    t.kv = (uint32_t)__cvta_generic_to_shared(p + L::Q_REGION);
     return t;
 }
 
@@ -501,12 +506,12 @@ __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_at
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_k(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k, int32_t n) {
-    wg_copy_tile<L, L::BLOCK_N>(s.k[n % L::STAGES], k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.k(n % L::STAGES), k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k, int32_t n) {
-    wg_copy_tile<L, L::BLOCK_N>(s.v[n % L::STAGES], v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.v(n % L::STAGES), v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
 
 
@@ -536,7 +541,7 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_
 }
 template <typename L, typename T>
 __device__ __forceinline__ void wg_qk_start(scores<L> &S, const wg_tiles<L, T> &t, int32_t n) {
-    wg_qk<L>(S, t.q, t.k[n % L::STAGES]);
+    wg_qk<L>(S, t.q, t.k(n % L::STAGES));
 }
 // Waits for the scores: PENDING later groups (a P V issued after them) may stay in flight.
 template <int PENDING, typename L> __device__ __forceinline__ void wg_wait_scores(scores<L> &S) {
@@ -588,7 +593,7 @@ template <typename L, typename T>
 __device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
                                             const wg_tiles<L, T> &t, int32_t n) {
     wg_pack_p<L, T>(pa, P);
-    wg_pv_issue<L>(pa, st, t.v[n % L::STAGES]);
+    wg_pv_issue<L>(pa, st, t.v(n % L::STAGES));
 }
 // Waits for every product in flight (the P V): the output and P's registers are free again.
 template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st, p_operand<L> &pa) {
@@ -664,22 +669,22 @@ __device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> 
                                            int32_t n) {
     const int ks = r.k.stage;
     uint64_t *bar = r.k.acquire(L::KV_BYTES);
-    ws_load_rows<L, L::BLOCK_N>(t.k[ks], &a.k_map, n * L::BLOCK_N, k.hk, k.b, bar);
+    ws_load_rows<L, L::BLOCK_N>(t.k(ks), &a.k_map, n * L::BLOCK_N, k.hk, k.b, bar);
     const int vs = r.v.stage;
     bar = r.v.acquire(L::KV_BYTES);
-    ws_load_rows<L, L::BLOCK_N>(t.v[vs], &a.v_map, n * L::BLOCK_N, k.hk, k.b, bar);
+    ws_load_rows<L, L::BLOCK_N>(t.v(vs), &a.v_map, n * L::BLOCK_N, k.hk, k.b, bar);
 }
 
 // Consumers: wait for the next key tile and issue S = Q K^T on it; wait for the next value
 // tile and issue O += P V on it, P packed before (ring order: the producer's order of tiles).
 template <typename L, typename T>
 __device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const wg_tiles<L, T> &t) {
-    wg_qk<L>(S, t.q, t.k[r.k.take()]);
+    wg_qk<L>(S, t.q, t.k(r.k.take()));
 }
 template <typename L, typename T>
 __device__ __forceinline__ void ws_pv_start(const p_operand<L> &pa, state<L> &st, ws_rings<L> &r,
                                             const wg_tiles<L, T> &t) {
-    wg_pv_issue<L>(pa, st, t.v[r.v.take()]);
+    wg_pv_issue<L>(pa, st, t.v(r.v.take()));
 }
 
 // Ping-pong (FlashAttention-3): the two consumer warpgroups issue their
