@@ -292,15 +292,19 @@ m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::at
 m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::attn::ws_load_kv($1, $2, $3, $4, $5)|>)
 # TILE_WS_WAIT_Q(rings): the consumers wait for the query block.
 # TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
-# TILE_WG_PACK_P(pv, L, p): pv = p rounded to the storage type as a product operand (before
-# the next scores' products start, so p's registers are free for them).
 # TILE_WS_PV_START(pv, L, acc, rings, tiles): wait for the next value tile, start acc's
 # output += pv V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
 # hand the oldest K / V stage back once the products reading it are done.
 m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
 m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
-m4_define(<|TILE_WG_PACK_P|>, <|TILE_ARGS(<|TILE_WG_PACK_P|>, <|$3|>, 3)m4_dnl
-tile::attn::p_operand<$2> $1; tile::attn::wg_pack_p<$2, T>($1, $3)|>)
+# TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_ONLINE_SOFTMAX_PACK
+# fills them). TILE_ONLINE_SOFTMAX_PACK(alpha, pv, L, acc, s, blk, n, causal, scale_log2): as
+# TILE_MASK_SCORES (where key tile n needs it) and TILE_ONLINE_SOFTMAX_DEFERRED on the scores s,
+# with P rounded straight into pv; s is only read, so its products' registers stay untouched
+# while the warpgroup's other products run.
+m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
+m4_define(<|TILE_ONLINE_SOFTMAX_PACK|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_PACK|>, <|$9|>, 9)m4_dnl
+float $1[$3::MF][2]; tile::attn::online_softmax_pack<$3, T>($4, $5, $9, $1, $2, $6, $7, $8)|>)
 m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$5|>, 5)tile::attn::ws_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)

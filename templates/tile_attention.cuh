@@ -567,6 +567,67 @@ __device__ __forceinline__ void wg_pack_p(p_operand<L> &pa, const scores<L> &P) 
         pa.a[kk][3] = mma_type<T>::pack(P.s[0][2 * kk + 1][2], P.s[0][2 * kk + 1][3]);
     }
 }
+// The deferred online softmax of key tile n's scores written straight into P V's operand
+// (one 64-row fragment a warp: the warpgroup layouts), masked as mask() would where MASKED.
+// S is only read: its registers were the accumulators of a product group issued beside the
+// running P V, and writing them makes ptxas serialize the warpgroup's products (C7515), while
+// a float copy of P besides them, the in-flight output and its operand did not fit in the
+// consumers' registers, so ptxas reused the operand's and waited for the running P V before
+// the softmax (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0), which undid the overlap.
+template <typename L, typename T, bool MASKED>
+__device__ __forceinline__ void online_softmax_pack(state<L> &st, const scores<L> &S,
+                                                    float scale_log2, float (&alpha)[1][2],
+                                                    p_operand<L> &pa, const block &k, int32_t n,
+                                                    int32_t causal) {
+    static_assert(L::MF == 1, "one fragment of rows a warp");
+    const int l = lane_id(), g = l >> 2, t = l & 3;
+    const int32_t row0 = k.m0 + fragment_row<L>(0) + g;
+    // element e of column tile j: rows g (e < 2) and g + 8, keys 2t and 2t + 1
+    auto score = [&](int j, int e) {
+        float v = S.s[0][j][e];
+        if (MASKED) {
+            const int32_t key = n * L::BLOCK_N + j * 8 + 2 * t + (e & 1);
+            const int32_t row = row0 + (e >> 1) * 8;
+            if (key >= k.seq_k || (causal && key > row + k.diagonal)) v = -__builtin_huge_valf();
+        }
+        return v;
+    };
+    float base[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float mx = st.m[0][r];
+#pragma unroll
+        for (int j = 0; j < L::N_TILES; j++) mx = fmaxf(mx, fmaxf(score(j, 2 * r), score(j, 2 * r + 1)));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // a row with every key masked so far keeps max -inf: exponents use 0 (as online_softmax)
+        base[r] = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
+        alpha[0][r] = exp2f_approx(st.m[0][r] * scale_log2 - base[r]);
+        st.m[0][r] = mx;
+    }
+    auto prob = [&](int j, int e) {
+        const float p = exp2f_approx(__fmaf_rn(score(j, e), scale_log2, -base[e >> 1]));
+        sum[e >> 1] += p;
+        return p;
+    };
+#pragma unroll
+    for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
+        pa.a[kk][0] = mma_type<T>::pack(prob(2 * kk, 0), prob(2 * kk, 1));
+        pa.a[kk][1] = mma_type<T>::pack(prob(2 * kk, 2), prob(2 * kk, 3));
+        pa.a[kk][2] = mma_type<T>::pack(prob(2 * kk + 1, 0), prob(2 * kk + 1, 1));
+        pa.a[kk][3] = mma_type<T>::pack(prob(2 * kk + 1, 2), prob(2 * kk + 1, 3));
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) st.l[0][r] = st.l[0][r] * alpha[0][r] + sum[r];
+}
+template <typename L, typename T>
+__device__ __forceinline__ void online_softmax_pack(state<L> &st, const scores<L> &S,
+                                                    float scale_log2, float (&alpha)[1][2],
+                                                    p_operand<L> &pa, const block &k, int32_t n,
+                                                    int32_t causal) {
+    if (tile_needs_mask<L>(k, n, causal)) online_softmax_pack<L, T, true>(st, S, scale_log2, alpha, pa, k, n, causal);
+    else online_softmax_pack<L, T, false>(st, S, scale_log2, alpha, pa, k, n, causal);
+}
 // Issues O += P V (P packed in pa, V N-major from v_tile) as one committed group.
 template <typename L, typename T>
 __device__ __forceinline__ void wg_pv_issue(const p_operand<L> &pa, state<L> &st, const T *v_tile) {
