@@ -259,16 +259,11 @@ m4_define(<|TILE_ATTENTION_SCORES|>, <|tile::attn::scores<$2> $1|>)
 # TILE_WG_WAIT_SCORES(s, pending): wait for them, letting `pending` later groups run on.
 m4_define(<|TILE_WG_QK_START|>, <|TILE_ARGS(<|TILE_WG_QK_START|>, <|$4|>, 4)tile::attn::wg_qk_start<$2>($1, $3, $4)|>)
 m4_define(<|TILE_WG_WAIT_SCORES|>, <|TILE_ARGS(<|TILE_WG_WAIT_SCORES|>, <|$2|>, 2)tile::attn::wg_wait_scores<$2>($1)|>)
-# TILE_WG_PV_START(pv, L, acc, p, tiles, n): start acc's output += p V_n (p rounded into the
-# operand registers pv); TILE_WG_PV_FINISH(acc, pv): wait for it.
-m4_define(<|TILE_WG_PV_START|>, <|TILE_ARGS(<|TILE_WG_PV_START|>, <|$6|>, 6)m4_dnl
-tile::attn::p_operand<$2> $1; tile::attn::wg_pv_start<$2>($1, $3, $4, $5, $6)|>)
+# TILE_WG_PV_START(pv, L, acc, tiles, n): start acc's output += P V_n, P packed in the operand
+# pv (TILE_ONLINE_SOFTMAX_PACK); TILE_WG_PV_FINISH(acc, pv): wait for it.
+m4_define(<|TILE_WG_PV_START|>, <|TILE_ARGS(<|TILE_WG_PV_START|>, <|$5|>, 5)tile::attn::wg_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_PV_FINISH|>, <|TILE_ARGS(<|TILE_WG_PV_FINISH|>, <|$2|>, 2)tile::attn::wg_pv_finish($1, $2)|>)
-# TILE_ONLINE_SOFTMAX_DEFERRED(alpha, L, acc, s, scale_log2): TILE_ONLINE_SOFTMAX without the
-# rescale of acc's output; alpha = the per-row factors for TILE_RESCALE(acc, alpha), applied
-# once the products still adding into the output are done.
-m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|$5|>, 5)m4_dnl
-float $1[$2::MF][2]; tile::attn::online_softmax_deferred($3, $4, $5, $1)|>)
+# TILE_RESCALE(acc, alpha): acc's output rows *= alpha (TILE_ONLINE_SOFTMAX_PACK's factors).
 m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::rescale($1, $2)|>)
 
 # Hopper, warp-specialized (WARPGROUPS 3): a producer warpgroup copies by tensor map (the host
@@ -299,9 +294,10 @@ m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
 m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
 # TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_ONLINE_SOFTMAX_PACK
 # fills them). TILE_ONLINE_SOFTMAX_PACK(alpha, pv, L, acc, s, blk, n, causal, scale_log2): as
-# TILE_MASK_SCORES (where key tile n needs it) and TILE_ONLINE_SOFTMAX_DEFERRED on the scores s,
-# with P rounded straight into pv; s is only read, so its products' registers stay untouched
-# while the warpgroup's other products run.
+# TILE_MASK_SCORES (where key tile n needs it) and the online softmax on the scores s, deferred,
+# with P rounded straight into pv, and alpha = the per-row factors for TILE_RESCALE(acc, alpha),
+# applied once the products still adding into the output are done; s is only read, so its
+# products' registers stay untouched while the warpgroup's other products run.
 m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
 m4_define(<|TILE_ONLINE_SOFTMAX_PACK|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_PACK|>, <|$9|>, 9)m4_dnl
 float $1[$3::MF][2]; tile::attn::online_softmax_pack<$3, T>($4, $5, $9, $1, $2, $6, $7, $8)|>)

@@ -554,19 +554,6 @@ template <typename L> struct p_operand {
     uint32_t a[L::BLOCK_N / 16][4];
 };
 
-// P rounded to the storage type as the A operand of P V (registers; they must stay untouched
-// until the product is waited for). Done before the next scores' products are issued, P's
-// floats are free for them.
-template <typename L, typename T>
-__device__ __forceinline__ void wg_pack_p(p_operand<L> &pa, const scores<L> &P) {
-#pragma unroll
-    for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
-        pa.a[kk][0] = mma_type<T>::pack(P.s[0][2 * kk][0], P.s[0][2 * kk][1]);
-        pa.a[kk][1] = mma_type<T>::pack(P.s[0][2 * kk][2], P.s[0][2 * kk][3]);
-        pa.a[kk][2] = mma_type<T>::pack(P.s[0][2 * kk + 1][0], P.s[0][2 * kk + 1][1]);
-        pa.a[kk][3] = mma_type<T>::pack(P.s[0][2 * kk + 1][2], P.s[0][2 * kk + 1][3]);
-    }
-}
 // The deferred online softmax of key tile n's scores written straight into P V's operand
 // (one 64-row fragment a warp: the warpgroup layouts), masked as mask() would where MASKED.
 // S is only read: its registers were the accumulators of a product group issued beside the
@@ -651,9 +638,8 @@ __device__ __forceinline__ void wg_pv_issue(const p_operand<L> &pa, state<L> &st
 }
 // The same from V stage n % STAGES.
 template <typename L, typename T>
-__device__ __forceinline__ void wg_pv_start(p_operand<L> &pa, state<L> &st, const scores<L> &P,
+__device__ __forceinline__ void wg_pv_start(const p_operand<L> &pa, state<L> &st,
                                             const wg_tiles<L, T> &t, int32_t n) {
-    wg_pack_p<L, T>(pa, P);
     wg_pv_issue<L>(pa, st, t.v(n % L::STAGES));
 }
 // Waits for every product in flight (the P V): the output and P's registers are free again.
