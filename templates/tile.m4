@@ -212,8 +212,11 @@ tile::attn::q_frags<$2> $1; tile::attn::load_q_frags<$2>($1, $3.q)|>)
 # running softmax statistics of its rows (max -inf, sum 0).
 m4_define(<|TILE_ATTENTION_STATE|>, <|tile::attn::state<$2> $1; tile::attn::state_init<$2>($1)|>)
 # TILE_FOR_KEY_TILES(n, blk) ... TILE_END_FOR: n walks the key tiles the block sees, last
-# first (the tiles that need masks come first).
-m4_define(<|TILE_FOR_KEY_TILES|>, <|for (int32_t $1 = $2.n_end - 1; $1 >= 0; $1--) {|>)
+# first (the tiles that need masks come first). TILE_FOR_KEY_TILES_DOWN_TO(n, blk, lo): the same,
+# stopping after key tile lo.
+m4_define(<|TILE_FOR_KEY_TILES_DOWN_TO|>, <|TILE_ARGS(<|TILE_FOR_KEY_TILES_DOWN_TO|>, <|$3|>, 3)m4_dnl
+for (int32_t $1 = $2.n_end - 1; $1 >= $3; $1--) {|>)
+m4_define(<|TILE_FOR_KEY_TILES|>, <|TILE_FOR_KEY_TILES_DOWN_TO($1, $2, 0)|>)
 # TILE_SCORES(s, L, q, tiles): s = q K^T [BLOCK_M, BLOCK_N] for the key tile in tiles.k
 # (tensor cores, fp32 accumulation).
 m4_define(<|TILE_SCORES|>, <|TILE_ARGS(<|TILE_SCORES|>, <|$4|>, 4)m4_dnl
@@ -260,10 +263,10 @@ m4_define(<|TILE_ATTENTION_SCORES|>, <|tile::attn::scores<$2> $1|>)
 m4_define(<|TILE_WG_QK_START|>, <|TILE_ARGS(<|TILE_WG_QK_START|>, <|$4|>, 4)tile::attn::wg_qk_start<$2>($1, $3, $4)|>)
 m4_define(<|TILE_WG_WAIT_SCORES|>, <|TILE_ARGS(<|TILE_WG_WAIT_SCORES|>, <|$2|>, 2)tile::attn::wg_wait_scores<$2>($1)|>)
 # TILE_WG_PV_START(pv, L, acc, tiles, n): start acc's output += P V_n, P packed in the operand
-# pv (TILE_ONLINE_SOFTMAX_PACK); TILE_WG_PV_FINISH(acc, pv): wait for it.
+# pv (TILE_WG_PACK_P); TILE_WG_PV_FINISH(acc, pv): wait for it.
 m4_define(<|TILE_WG_PV_START|>, <|TILE_ARGS(<|TILE_WG_PV_START|>, <|$5|>, 5)tile::attn::wg_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WG_PV_FINISH|>, <|TILE_ARGS(<|TILE_WG_PV_FINISH|>, <|$2|>, 2)tile::attn::wg_pv_finish($1, $2)|>)
-# TILE_RESCALE(acc, alpha): acc's output rows *= alpha (TILE_ONLINE_SOFTMAX_PACK's factors).
+# TILE_RESCALE(acc, alpha): acc's output rows *= alpha (TILE_ONLINE_SOFTMAX_DEFERRED's factors).
 m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::rescale($1, $2)|>)
 
 # Hopper, warp-specialized (WARPGROUPS 3): a producer warpgroup copies by tensor map (the host
@@ -292,15 +295,17 @@ m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::
 # hand the oldest K / V stage back once the products reading it are done.
 m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
 m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
-# TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_ONLINE_SOFTMAX_PACK
-# fills them). TILE_ONLINE_SOFTMAX_PACK(alpha, pv, L, acc, s, blk, n, causal, scale_log2): as
-# TILE_MASK_SCORES (where key tile n needs it) and the online softmax on the scores s, deferred,
-# with P rounded straight into pv, and alpha = the per-row factors for TILE_RESCALE(acc, alpha),
-# applied once the products still adding into the output are done; s is only read, so its
-# products' registers stay untouched while the warpgroup's other products run.
+# TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_WG_PACK_P fills them).
 m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
-m4_define(<|TILE_ONLINE_SOFTMAX_PACK|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_PACK|>, <|$9|>, 9)m4_dnl
-float $1[$3::MF][2]; tile::attn::online_softmax_pack<$3, T>($4, $5, $9, $1, $2, $6, $7, $8)|>)
+# TILE_RESCALE_FACTORS(alpha, L): alpha = per-row rescale factors of the output (uninitialized).
+# TILE_ONLINE_SOFTMAX_DEFERRED(alpha, acc, s, blk, n, causal, scale_log2): TILE_MASK_SCORES
+# (where key tile n needs it), then the online softmax on s in place (s becomes P), its output
+# rescale deferred: alpha = the factors for TILE_RESCALE(acc, alpha). TILE_WG_PACK_P(pv, s):
+# pv = P in s rounded to the storage type, as P V's operand.
+m4_define(<|TILE_RESCALE_FACTORS|>, <|TILE_ARGS(<|TILE_RESCALE_FACTORS|>, <|$2|>, 2)float $1[$2::MF][2]|>)
+m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|$7|>, 7)m4_dnl
+tile::attn::online_softmax_deferred($2, $3, $7, $1, $4, $5, $6)|>)
+m4_define(<|TILE_WG_PACK_P|>, <|TILE_ARGS(<|TILE_WG_PACK_P|>, <|$2|>, 2)tile::attn::pack_p<T>($1, $2)|>)
 m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$5|>, 5)tile::attn::ws_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)

@@ -51,12 +51,6 @@ __device__ __forceinline__ void copy_wait_all() {
     __syncthreads();
 }
 
-__device__ __forceinline__ float exp2f_approx(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // ------------------------------------------------------------------------------ program
 // The (batch, head, query block) of this program and the extents it works on.
 struct block {
@@ -290,6 +284,22 @@ __device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, in
     }
 }
 
+// One row's running max after a key tile whose scores' max over this thread's columns is
+// `tile_max`: the 4 lanes of a row (t = 0..3) hold its columns. Returns the exponent base
+// (scale_log2 * the new max), sets alpha = exp2(scale_log2 * (old max - new max)), the factor
+// the row's output and sum are rescaled by, and m = the new max.
+__device__ __forceinline__ float row_max_update(float &m, float tile_max, float scale_log2, float &alpha) {
+    float mx = fmaxf(m, tile_max);
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    // A row with every key masked so far keeps max -inf: exponents use 0 instead, so
+    // exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
+    const float base = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
+    alpha = exp2_approx(m * scale_log2 - base); // 0 when m was -inf
+    m = mx;
+    return base;
+}
+
 // Online softmax: folds the tile's scores into the running max and sum and turns S into
 // P = exp(scale * (S - max)) in place; alpha = exp(scale * (old max - new max)) per row, the
 // factor the output accumulator must be rescaled by (rescale(), or at once: online_softmax).
@@ -304,20 +314,13 @@ __device__ __forceinline__ void online_softmax_deferred(state<L> &st, scores<L> 
 #pragma unroll
             for (int j = 0; j < L::N_TILES; j++)
                 mx = fmaxf(mx, fmaxf(S.s[f][j][2 * r], S.s[f][j][2 * r + 1]));
-            // the 4 lanes of a row (t = 0..3) hold its columns
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            // A row with every key masked so far keeps max -inf: exponents use 0 instead, so
-            // exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
-            const float base = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
-            alpha[f][r] = exp2f_approx(st.m[f][r] * scale_log2 - base); // 0 when m was -inf
-            st.m[f][r] = mx;
+            const float base = row_max_update(st.m[f][r], mx, scale_log2, alpha[f][r]);
             float sum = 0.0f;
 #pragma unroll
             for (int j = 0; j < L::N_TILES; j++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    const float p = exp2f_approx(__fmaf_rn(S.s[f][j][2 * r + e], scale_log2, -base));
+                    const float p = exp2_approx(__fmaf_rn(S.s[f][j][2 * r + e], scale_log2, -base));
                     S.s[f][j][2 * r + e] = p;
                     sum += p;
                 }
@@ -553,68 +556,31 @@ template <int PENDING, typename L> __device__ __forceinline__ void wg_wait_score
 template <typename L> struct p_operand {
     uint32_t a[L::BLOCK_N / 16][4];
 };
-
-// The deferred online softmax of key tile n's scores written straight into P V's operand
-// (one 64-row fragment a warp: the warpgroup layouts), masked as mask() would where MASKED.
-// S is only read: its registers were the accumulators of a product group issued beside the
-// running P V, and writing them makes ptxas serialize the warpgroup's products (C7515), while
-// a float copy of P besides them, the in-flight output and its operand did not fit in the
-// consumers' registers, so ptxas reused the operand's and waited for the running P V before
-// the softmax (SASS: WARPGROUP.DEPBAR.LE gsb0, 0x0), which undid the overlap.
-template <typename L, typename T, bool MASKED>
-__device__ __forceinline__ void online_softmax_pack(state<L> &st, const scores<L> &S,
-                                                    float scale_log2, float (&alpha)[1][2],
-                                                    p_operand<L> &pa, const block &k, int32_t n,
-                                                    int32_t causal) {
+// P, as the in-place softmax left it in S, rounded to T into the operand: element e of column
+// tile j of the warp's 64-row fragment (rows g for e < 2, g + 8 otherwise; keys 2t and 2t + 1);
+// one 16-key step of the A operand holds column tiles 2kk and 2kk + 1.
+template <typename T, typename L>
+__device__ __forceinline__ void pack_p(p_operand<L> &pa, const scores<L> &S) {
     static_assert(L::MF == 1, "one fragment of rows a warp");
-    const int l = lane_id(), g = l >> 2, t = l & 3;
-    const int32_t row0 = k.m0 + fragment_row<L>(0) + g;
-    // element e of column tile j: rows g (e < 2) and g + 8, keys 2t and 2t + 1
-    auto score = [&](int j, int e) {
-        float v = S.s[0][j][e];
-        if (MASKED) {
-            const int32_t key = n * L::BLOCK_N + j * 8 + 2 * t + (e & 1);
-            const int32_t row = row0 + (e >> 1) * 8;
-            if (key >= k.seq_k || (causal && key > row + k.diagonal)) v = -__builtin_huge_valf();
-        }
-        return v;
-    };
-    float base[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float mx = st.m[0][r];
-#pragma unroll
-        for (int j = 0; j < L::N_TILES; j++) mx = fmaxf(mx, fmaxf(score(j, 2 * r), score(j, 2 * r + 1)));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // a row with every key masked so far keeps max -inf: exponents use 0 (as online_softmax)
-        base[r] = mx == -__builtin_huge_valf() ? 0.0f : mx * scale_log2;
-        alpha[0][r] = exp2f_approx(st.m[0][r] * scale_log2 - base[r]);
-        st.m[0][r] = mx;
-    }
-    auto prob = [&](int j, int e) {
-        const float p = exp2f_approx(__fmaf_rn(score(j, e), scale_log2, -base[e >> 1]));
-        sum[e >> 1] += p;
-        return p;
-    };
+    const auto &p = S.s[0];
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
-        pa.a[kk][0] = mma_type<T>::pack(prob(2 * kk, 0), prob(2 * kk, 1));
-        pa.a[kk][1] = mma_type<T>::pack(prob(2 * kk, 2), prob(2 * kk, 3));
-        pa.a[kk][2] = mma_type<T>::pack(prob(2 * kk + 1, 0), prob(2 * kk + 1, 1));
-        pa.a[kk][3] = mma_type<T>::pack(prob(2 * kk + 1, 2), prob(2 * kk + 1, 3));
+        pa.a[kk][0] = mma_type<T>::pack(p[2 * kk][0], p[2 * kk][1]);
+        pa.a[kk][1] = mma_type<T>::pack(p[2 * kk][2], p[2 * kk][3]);
+        pa.a[kk][2] = mma_type<T>::pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+        pa.a[kk][3] = mma_type<T>::pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
     }
-#pragma unroll
-    for (int r = 0; r < 2; r++) st.l[0][r] = st.l[0][r] * alpha[0][r] + sum[r];
 }
-template <typename L, typename T>
-__device__ __forceinline__ void online_softmax_pack(state<L> &st, const scores<L> &S,
-                                                    float scale_log2, float (&alpha)[1][2],
-                                                    p_operand<L> &pa, const block &k, int32_t n,
-                                                    int32_t causal) {
-    if (tile_needs_mask<L>(k, n, causal)) online_softmax_pack<L, T, true>(st, S, scale_log2, alpha, pa, k, n, causal);
-    else online_softmax_pack<L, T, false>(st, S, scale_log2, alpha, pa, k, n, causal);
+// The deferred online softmax of key tile n's scores, in place, masked first where the tile
+// needs it.
+template <typename L>
+__device__ __forceinline__ void online_softmax_deferred(state<L> &st, scores<L> &S, float scale_log2,
+                                                        float (&alpha)[L::MF][2], const block &k,
+                                                        int32_t n, int32_t causal) {
+    if (tile_needs_mask<L>(k, n, causal)) mask(S, k, n, causal);
+    online_softmax_deferred(st, S, scale_log2, alpha);
 }
+
 // Issues O += P V (P packed in pa, V N-major from v_tile) as one committed group.
 template <typename L, typename T>
 __device__ __forceinline__ void wg_pv_issue(const p_operand<L> &pa, state<L> &st, const T *v_tile) {

@@ -72,12 +72,7 @@ template <int N, typename T> __device__ __forceinline__ void unpack16(const int4
     }
 }
 
-// exp via the SFU's base-2 exponential: one FMUL + MUFU.EX2 (relative error ~2^-22).
-__device__ __forceinline__ float exp2_approx(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
+// exp via the SFU's base-2 exponential (exp2_approx): one FMUL + MUFU.EX2.
 constexpr float LOG2E = 1.4426950408889634f;
 __device__ __forceinline__ float exp(float x) { return exp2_approx(x * LOG2E); }
 // exp(a - b) as one FFMA (a*log2e - b*log2e; the b term is hoisted out of tile loops) and

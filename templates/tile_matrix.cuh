@@ -15,6 +15,13 @@ namespace tile {
 
 __device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
 
+// The SFU's base-2 exponential, MUFU.EX2 (relative error ~2^-22; flushes denormals).
+__device__ __forceinline__ float exp2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // ------------------------------------------------------------------------------ mma.sync (sm_80)
 template <typename T> struct mma_type;
 template <> struct mma_type<__nv_bfloat16> {
