@@ -234,6 +234,9 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     for (int i = 0; i < pt->family->param_count; i++)
         DEF("%s=%lld", pt->family->params[i].name, (long long)pt->param_values[i]);
     DEF("THREADS=%lld", (long long)pt->fields[GRID_FIELD_THREADS]);
+    /* The architectures the registry lets the variant run on (0: no upper bound). */
+    DEF("ARCH_MIN=%lld", (long long)pt->fields[GRID_FIELD_ARCH_MIN]);
+    DEF("ARCH_MAX=%lld", (long long)pt->fields[GRID_FIELD_ARCH_MAX]);
     /* What the launch gives the kernel, so its layout can check that it fits. */
     DEF("SMEM=%lld", (long long)pt->fields[GRID_FIELD_SMEM]);
 #undef DEF

@@ -19,12 +19,24 @@ m4_define(<|TILE_ARGS|>, <|m4_ifelse(<|$2|>, , <|TILE_ERROR(<|$1 needs $3 argume
 
 # ---------------------------------------------------------------------------- kernels
 # TILE_KERNEL(name, (params)) ... TILE_END: one kernel of the source. Only the one the grid
-# point's KERNEL names is emitted; the others are discarded.
+# point's KERNEL names is emitted; the others are discarded. Compiled for an architecture
+# outside the variant's ARCH_MIN..ARCH_MAX, the body is left out (the kernel traps): the loader
+# never resolves it there, so the fatbin need not carry sm_80 code of Hopper-only variants.
 m4_define(<|TILE_KERNEL|>, <|TILE_NEED(<|KERNEL|>)TILE_NEED(<|VARIANT|>)TILE_NEED(<|THREADS|>)m4_dnl
+TILE_NEED(<|ARCH_MIN|>)TILE_NEED(<|ARCH_MAX|>)m4_dnl
 m4_ifelse(<|$1|>, KERNEL, <|m4_define(<|TILE_IN_KERNEL|>, 1)m4_dnl
 extern "C" __global__ void __launch_bounds__(THREADS<||>TILE_MIN_PROGRAMS) VARIANT $2 {
+TILE_ARCH_GUARD
     using T = tile::DTYPE;|>, <|m4_define(<|TILE_IN_KERNEL|>, 0)m4_divert(-1)|>)|>)
-m4_define(<|TILE_END|>, <|m4_ifelse(TILE_IN_KERNEL, 1, <|}|>, <|m4_divert(0)|>)|>)
+m4_define(<|TILE_END|>, <|m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_ARCH_GUARD_END}|>, <|m4_divert(0)|>)|>)
+# TILE_ARCH_GUARD / TILE_ARCH_GUARD_END: an #if on __CUDA_ARCH__ around the body: code only
+# for the architectures the variant is registered for (no ARCH_MAX: no upper bound).
+m4_define(<|TILE_ARCH_GUARD|>, <|m4_dnl
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < ARCH_MIN<||>0<||>m4_ifelse(ARCH_MAX, 0, , <| || __CUDA_ARCH__ > ARCH_MAX<||>9|>))
+    __trap(); // not registered for this architecture
+#else|>)
+m4_define(<|TILE_ARCH_GUARD_END|>, <|#endif
+|>)
 
 # TILE_MIN_PROGRAMS: where the grid point sets MAXREG (a register cap per thread, a tuning knob),
 # the programs an SM must hold at once, which makes nvcc keep a thread within MAXREG registers.
