@@ -744,6 +744,56 @@ static void test_gen_deterministic(void **state) {
     remove_tree(b);
 }
 
+/* The text of one variant's section of a generated .cu: from its "// variant NAME" line to the
+ * next variant's (a copy; the caller frees it). */
+static char *variant_section(const char *cu, const char *marker) {
+    const char *start = strstr(cu, marker);
+    if (!start) return NULL;
+    const char *end = strstr(start + 1, "\n// variant ");
+    const size_t n = end ? (size_t)(end - start) : strlen(start);
+    char *copy = malloc(n + 1);
+    assert_non_null(copy);
+    memcpy(copy, start, n);
+    copy[n] = '\0';
+    return copy;
+}
+
+/* TILE_KERNEL compiles a body only for the architectures its variant is registered for: a
+ * Hopper-only variant (arch 90..90) traps elsewhere; an sm_80+ one has no upper bound. */
+static void test_gen_arch_guard(void **state) {
+    (void)state;
+    char dir[512], log[600], cu_path[600];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
+                          "kernels/attention.grid", NULL};
+    assert_int_equal(run_gen(args, log), 0);
+    snprintf(cu_path, sizeof cu_path, "%s/attention.cu", dir);
+    char *cu = slurp(cu_path, NULL);
+    assert_non_null(cu);
+
+    char *hopper = variant_section(cu, "// variant attention_bf16_d128_m128_n128_s2_ws_sm90:");
+    assert_non_null(hopper);
+    const char *guard =
+        strstr(hopper, "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900 || __CUDA_ARCH__ > 909)");
+    assert_non_null(guard);
+    const char *trap = strstr(guard, "__trap();"), *other = strstr(guard, "#else");
+    assert_non_null(trap);
+    assert_non_null(other);
+    assert_true(trap < other);
+    assert_non_null(strstr(other, "#endif"));
+
+    char *any_arch = variant_section(cu, "family mma,");
+    assert_non_null(any_arch);
+    assert_non_null(strstr(any_arch, "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 800)\n"));
+    assert_null(strstr(any_arch, "__CUDA_ARCH__ >"));
+
+    free(hopper);
+    free(any_arch);
+    free(cu);
+    remove_tree(dir);
+}
+
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
@@ -898,6 +948,7 @@ int main(void) {
         cmocka_unit_test(test_bad_grids),
         cmocka_unit_test(test_error_truncates),
         cmocka_unit_test(test_gen_deterministic),
+        cmocka_unit_test(test_gen_arch_guard),
         cmocka_unit_test(test_gen_tuned_tables),
         cmocka_unit_test(test_gen_reports_grid_errors),
     };
