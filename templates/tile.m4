@@ -2,7 +2,8 @@ m4_divert(-1)
 # The tile language: m4 macros that kernels/*.tile are written in (docs/tile-language.md).
 # Run as `m4 -P -s -DNAME=VALUE... tile.m4 kernel.tile`: -P prefixes m4's builtins with m4_,
 # -s emits #line so nvcc's errors point into the .tile file. The generator passes the grid point
-# (OP, DTYPE, KERNEL, VARIANT, THREADS and every grid param) as -D definitions.
+# (OP, DTYPE, KERNEL, VARIANT, every grid param, THREADS, ARCH_MIN, ARCH_MAX, SMEM) as -D
+# definitions.
 #
 # Quotes are <| and |>, which C never writes. `#` comments stay on while this file is read (so
 # macro names in these comments are not expanded) and go off at its end, so that #pragma and
@@ -30,9 +31,11 @@ TILE_ARCH_GUARD
     using T = tile::DTYPE;|>, <|m4_define(<|TILE_IN_KERNEL|>, 0)m4_divert(-1)|>)|>)
 m4_define(<|TILE_END|>, <|m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_ARCH_GUARD_END}|>, <|m4_divert(0)|>)|>)
 # TILE_ARCH_GUARD / TILE_ARCH_GUARD_END: an #if on __CUDA_ARCH__ around the body: code only
-# for the architectures the variant is registered for (no ARCH_MAX: no upper bound).
+# for images that can run on an architecture the variant is registered for. Below, by major
+# version (sm_80 code runs on sm_86 and sm_89, so arch_min 86 still gets it); above, past
+# ARCH_MAX's last minor (no ARCH_MAX: no upper bound).
 m4_define(<|TILE_ARCH_GUARD|>, <|m4_dnl
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < ARCH_MIN<||>0<||>m4_ifelse(ARCH_MAX, 0, , <| || __CUDA_ARCH__ > ARCH_MAX<||>9|>))
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < m4_eval(ARCH_MIN / 10 * 100)<||>m4_ifelse(ARCH_MAX, 0, , <| || __CUDA_ARCH__ > ARCH_MAX<||>9|>))
     __trap(); // not registered for this architecture
 #else|>)
 m4_define(<|TILE_ARCH_GUARD_END|>, <|#endif

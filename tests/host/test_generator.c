@@ -758,8 +758,8 @@ static char *variant_section(const char *cu, const char *marker) {
     return copy;
 }
 
-/* TILE_KERNEL compiles a body only for the architectures its variant is registered for: a
- * Hopper-only variant (arch 90..90) traps elsewhere; an sm_80+ one has no upper bound. */
+/* TILE_KERNEL compiles a body only for images that can run where its variant is registered: a
+ * Hopper-only variant (arch 90..90) traps in any other image; an sm_80+ one has no upper bound. */
 static void test_gen_arch_guard(void **state) {
     (void)state;
     char dir[512], log[600], cu_path[600];
@@ -767,7 +767,13 @@ static void test_gen_arch_guard(void **state) {
     snprintf(log, sizeof log, "%s/log.txt", dir);
     const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
                           "kernels/attention.grid", NULL};
-    assert_int_equal(run_gen(args, log), 0);
+    const int r = run_gen(args, log);
+    if (r) {
+        char *text = slurp(log, NULL);
+        print_error("fusedops-gen failed (%d): %s\n", r, text ? text : "");
+        free(text);
+    }
+    assert_int_equal(r, 0);
     snprintf(cu_path, sizeof cu_path, "%s/attention.cu", dir);
     char *cu = slurp(cu_path, NULL);
     assert_non_null(cu);
@@ -777,11 +783,16 @@ static void test_gen_arch_guard(void **state) {
     const char *guard =
         strstr(hopper, "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900 || __CUDA_ARCH__ > 909)");
     assert_non_null(guard);
+    /* the stub traps; the body (from its `using T`) lies between #else and #endif */
     const char *trap = strstr(guard, "__trap();"), *other = strstr(guard, "#else");
     assert_non_null(trap);
     assert_non_null(other);
     assert_true(trap < other);
-    assert_non_null(strstr(other, "#endif"));
+    const char *body = strstr(other, "using T = tile::bf16;"), *end = strstr(other, "#endif");
+    assert_non_null(body);
+    assert_non_null(end);
+    assert_true(body < end);
+    assert_null(strstr(end + 1, "#endif")); /* the kernel's last line: nothing of it after */
 
     char *any_arch = variant_section(cu, "family mma,");
     assert_non_null(any_arch);
