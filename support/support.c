@@ -62,28 +62,22 @@ int support_parse_max_rows(const char *text, int64_t *max_rows) {
     return 0;
 }
 
-int support_test_max_rows(int64_t *max_rows) {
-    const char *text = getenv("FUSEDOPS_TEST_MAX_ROWS");
-    if (support_parse_max_rows(text, max_rows)) {
-        fprintf(stderr, "FAIL FUSEDOPS_TEST_MAX_ROWS=%s: want a whole number of rows, at least 1 "
-                        "(or unset for no cap)\n", text);
+int support_env_count(const char *name, int64_t fallback, int64_t *value) {
+    const char *text = getenv(name);
+    if (support_parse_max_rows(text, value)) {
+        fprintf(stderr, "FAIL %s=%s: want a whole number, at least 1 (or unset)\n", name, text);
         return -1;
     }
+    if (!*value) *value = fallback;
+    return 0;
+}
+
+int support_test_max_rows(int64_t *max_rows) {
+    if (support_env_count("FUSEDOPS_TEST_MAX_ROWS", 0, max_rows)) return -1;
     if (*max_rows)
         printf("FUSEDOPS_TEST_MAX_ROWS=%lld: per-variant cases of more than %lld rows run with "
                "%lld rows (same columns)\n",
                (long long)*max_rows, (long long)*max_rows, (long long)*max_rows);
-    return 0;
-}
-
-int support_env_count(const char *name, int64_t fallback, int64_t *value) {
-    const char *text = getenv(name);
-    if (support_parse_max_rows(text, value)) {
-        fprintf(stderr, "FAIL %s=%s: want a whole number, at least 1 (or unset for %lld)\n", name,
-                text, (long long)fallback);
-        return -1;
-    }
-    if (!*value) *value = fallback;
     return 0;
 }
 

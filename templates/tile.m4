@@ -313,14 +313,14 @@ m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile
 # TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_WG_PACK_P fills them).
 m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
 # TILE_RESCALE_FACTORS(alpha, L): alpha = per-row rescale factors of the output (uninitialized).
-# TILE_ONLINE_SOFTMAX_DEFERRED(alpha, acc, s, blk, n, causal, scale_log2): TILE_MASK_SCORES
-# (where key tile n needs it), then the online softmax on s in place (s becomes P), its output
-# rescale deferred: alpha = the factors for TILE_RESCALE(acc, alpha). TILE_WG_PACK_P(pv, s):
-# pv = P in s rounded to the storage type, as P V's operand.
+# TILE_ONLINE_SOFTMAX_DEFERRED(alpha, acc, s, scale_log2): TILE_ONLINE_SOFTMAX without the
+# rescale of acc's output; alpha = the per-row factors for TILE_RESCALE(acc, alpha), applied
+# once the products still adding into the output are done. TILE_WG_PACK_P(pv, s): pv = P in s
+# rounded to the storage type, as P V's operand.
 m4_define(<|TILE_RESCALE_FACTORS|>, <|TILE_ARGS(<|TILE_RESCALE_FACTORS|>, <|$2|>, 2)float $1[$2::MF][2]|>)
-m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|$7|>, 7)m4_dnl
-tile::attn::online_softmax_deferred($2, $3, $7, $1, $4, $5, $6)|>)
-m4_define(<|TILE_WG_PACK_P|>, <|TILE_ARGS(<|TILE_WG_PACK_P|>, <|$2|>, 2)tile::attn::pack_p<T>($1, $2)|>)
+m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED|>, <|$4|>, 4)m4_dnl
+tile::attn::online_softmax_deferred($2, $3, $4, $1)|>)
+m4_define(<|TILE_WG_PACK_P|>, <|TILE_ARGS(<|TILE_WG_PACK_P|>, <|$2|>, 2)tile::attn::wg_pack_p<T>($1, $2)|>)
 m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$5|>, 5)tile::attn::ws_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)

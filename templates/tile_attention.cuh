@@ -560,7 +560,7 @@ template <typename L> struct p_operand {
 // tile j of the warp's 64-row fragment (rows g for e < 2, g + 8 otherwise; keys 2t and 2t + 1);
 // one 16-key step of the A operand holds column tiles 2kk and 2kk + 1.
 template <typename T, typename L>
-__device__ __forceinline__ void pack_p(p_operand<L> &pa, const scores<L> &S) {
+__device__ __forceinline__ void wg_pack_p(p_operand<L> &pa, const scores<L> &S) {
     static_assert(L::MF == 1, "one fragment of rows a warp");
     const auto &p = S.s[0];
 #pragma unroll
@@ -570,15 +570,6 @@ __device__ __forceinline__ void pack_p(p_operand<L> &pa, const scores<L> &S) {
         pa.a[kk][2] = mma_type<T>::pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
         pa.a[kk][3] = mma_type<T>::pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
     }
-}
-// The deferred online softmax of key tile n's scores, in place, masked first where the tile
-// needs it.
-template <typename L>
-__device__ __forceinline__ void online_softmax_deferred(state<L> &st, scores<L> &S, float scale_log2,
-                                                        float (&alpha)[L::MF][2], const block &k,
-                                                        int32_t n, int32_t causal) {
-    if (tile_needs_mask<L>(k, n, causal)) mask(S, k, n, causal);
-    online_softmax_deferred(st, S, scale_log2, alpha);
 }
 
 // Issues O += P V (P packed in pa, V N-major from v_tile) as one committed group.
