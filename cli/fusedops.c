@@ -366,9 +366,11 @@ static int check_variant(const support_gpu *gpu, int32_t index, const tile_varia
 }
 
 /* A norm variant: each norm kind (none, LayerNorm, RMSNorm) with every operand, dropout on,
- * over ragged rows and columns up to its capacity and strided rows. */
+ * over ragged rows and columns up to its capacity and strided rows. A lean variant (LEAN=1):
+ * LayerNorm and RMSNorm of x alone, on rows of exactly its width. */
 static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_variant_info *v,
                               int quick, int *cases) {
+    const int lean = strstr(v->params, "LEAN=1") != NULL;
     const int64_t cap = v->max_cols ? v->max_cols : (quick ? 20001 : 70001);
     const int64_t widths[] = {1, 17, cap / 2 + 3 <= cap ? cap / 2 + 3 : cap, cap};
     const int64_t row_counts[] = {1, 3, 97};
@@ -379,13 +381,15 @@ static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_
             for (int k = 0; k < TILE_NORM_COUNT_; k++) {
                 if (quick && r == 2 && k != TILE_NORM_LAYER) continue;
                 if (widths[w] > 30000 && row_counts[r] > 3) continue; /* CPU reference time */
+                if (lean && (widths[w] != cap || k == TILE_NORM_NONE)) continue;
                 const int64_t round_up = (epa - widths[w] % epa) % epa;
                 support_norm_case c = {
                     .variant = index, .dtype = v->dtype, .norm = (tile_norm_kind)k,
                     .rows = row_counts[r], .cols = widths[w],
                     .pad = round_up + (r == 1 ? 2 * epa : 0), .offset = epa == 1 ? 1 : 0,
                     .p = k == TILE_NORM_RMS || !strstr(v->params, "DROPOUT=1") ? 0.0f : 0.1f,
-                    .seed = 1000u * (uint64_t)index + 10u * (uint64_t)w + (uint64_t)r};
+                    .seed = 1000u * (uint64_t)index + 10u * (uint64_t)w + (uint64_t)r,
+                    .plain = lean};
                 tile_status s;
                 double err = 0;
                 int64_t bad = support_norm_run(gpu, &c, &s, &err);
@@ -959,6 +963,8 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         tile_variant_get(v, &info);
         if (strcmp(info.op, op_info[op].family) || info.dtype != dtype) continue;
         if (params && !strstr(info.params, params)) continue;
+        /* Tables name general variants; dispatch swaps in their lean twins (LEAN=1) itself. */
+        if (strstr(info.params, "LEAN=1")) continue;
         if (max_align && info.align_bytes > max_align) continue;
         if (!support_variant_runs_here(gpu, &info)) continue;
         if (info.max_cols && cols > info.max_cols) continue;

@@ -134,6 +134,10 @@ typedef struct variant_row {
     int dtype;
     int64_t fields[GRID_FIELD_COUNT];
     char params[512];
+    char kernel[GRID_MAX_NAME];
+    const char *grid_path; /* where its family is, for errors found after expansion */
+    int family_line;
+    int lean_twin;         /* registry index of its lean twin, or -1 */
 } variant_row;
 
 typedef struct gen_state {
@@ -147,6 +151,63 @@ typedef struct gen_state {
     variant_row *rows;
     int row_count;
 } gen_state;
+
+/* A lean variant (grid field `lean`) is a general variant compiled for rows of exactly
+ * max_cols columns and calls without optional inputs: fewer registers a thread. Its general
+ * twins are the variants of the same op, dtype, kernel and registry fields with the same grid
+ * point but for MAXREG (a register cap, which the lean variant sets itself) and LEAN; dispatch
+ * takes the lean variant in their place wherever the call allows. */
+static int twin_param_ignored(const char *token, size_t len) {
+    return (len > 7 && !strncmp(token, "MAXREG=", 7)) || (len > 5 && !strncmp(token, "LEAN=", 5));
+}
+
+/* 1 when every param token of a (but the ignored ones) is one of b's. */
+static int params_within(const char *a, const char *b) {
+    for (const char *t = a; *t;) {
+        const size_t len = strcspn(t, " ");
+        if (!twin_param_ignored(t, len)) {
+            int found = 0;
+            for (const char *u = b; *u && !found;) {
+                const size_t ulen = strcspn(u, " ");
+                found = ulen == len && !strncmp(t, u, len);
+                u += ulen + (u[ulen] == ' ');
+            }
+            if (!found) return 0;
+        }
+        t += len + (t[len] == ' ');
+    }
+    return 1;
+}
+
+static int lean_twins(const variant_row *general, const variant_row *lean) {
+    if (general->fields[GRID_FIELD_LEAN] || strcmp(general->op, lean->op) ||
+        strcmp(general->kernel, lean->kernel) || general->dtype != lean->dtype)
+        return 0;
+    for (int f = 0; f < GRID_FIELD_COUNT; f++)
+        if (f != GRID_FIELD_LEAN && general->fields[f] != lean->fields[f]) return 0;
+    return params_within(general->params, lean->params) &&
+           params_within(lean->params, general->params);
+}
+
+/* Links every lean row to its general twins; a lean row without one fails the build. */
+static void link_lean_twins(variant_row *rows, int count) {
+    for (int i = 0; i < count; i++) {
+        if (!rows[i].fields[GRID_FIELD_LEAN]) continue;
+        int twins = 0;
+        for (int j = 0; j < count; j++) {
+            if (!lean_twins(&rows[j], &rows[i])) continue;
+            if (rows[j].lean_twin >= 0)
+                die("%s:%d: %s has two lean twins", rows[i].grid_path, rows[i].family_line,
+                    rows[j].name);
+            rows[j].lean_twin = i;
+            twins++;
+        }
+        if (!twins)
+            die("%s:%d: lean variant %s has no general twin (same op, dtype, kernel, fields and "
+                "grid point but for MAXREG)",
+                rows[i].grid_path, rows[i].family_line, rows[i].name);
+    }
+}
 
 static void describe_point(const grid_point *pt, char *buf, size_t size) {
     buf[0] = '\0';
@@ -195,6 +256,10 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
         bad = "persistent must be 0 or 1";
     else if (f[GRID_FIELD_FEATURES] < 0 || f[GRID_FIELD_FEATURES] > 0xffff)
         bad = "features must be a bit set in 0..0xffff";
+    else if (f[GRID_FIELD_LEAN] != 0 && f[GRID_FIELD_LEAN] != 1)
+        bad = "lean must be 0 or 1";
+    else if (f[GRID_FIELD_LEAN] && (!f[GRID_FIELD_MAX_COLS] || f[GRID_FIELD_FEATURES]))
+        bad = "a lean variant needs max_cols (the one width it takes) and no features";
     if (bad) die("%s:%d: family %s, %s: %s", st->grid->path, pt->family->line, pt->family->name,
                  params, bad);
     st->survivors++;
@@ -209,6 +274,10 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     snprintf(row->op, sizeof row->op, "%s", st->grid->op);
     row->dtype = pt->dtype;
     memcpy(row->fields, pt->fields, sizeof row->fields);
+    snprintf(row->kernel, sizeof row->kernel, "%s", pt->family->kernel);
+    row->grid_path = st->grid->path;
+    row->family_line = pt->family->line;
+    row->lean_twin = -1;
     snprintf(row->params, sizeof row->params, "%s", params);
     if (st->list) {
         printf("%-44s %s\n", pt->name, params);
@@ -239,6 +308,8 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     DEF("ARCH_MAX=%lld", (long long)pt->fields[GRID_FIELD_ARCH_MAX]);
     /* What the launch gives the kernel, so its layout can check that it fits. */
     DEF("SMEM=%lld", (long long)pt->fields[GRID_FIELD_SMEM]);
+    /* 1: rows of exactly max_cols columns and no optional inputs (TILE_ROW_WIDTH) */
+    DEF("LEAN=%lld", (long long)pt->fields[GRID_FIELD_LEAN]);
 #undef DEF
     static char tile_m4[1024], source[1024];
     snprintf(tile_m4, sizeof tile_m4, "%s/tile.m4", st->templates);
@@ -364,6 +435,7 @@ int main(int argc, char **argv) {
         return 0;
     }
 
+    link_lean_twins(rows, st.row_count);
     text reg = {0};
     text_printf(&reg, "// Generated by fusedops-gen from the kernel grids. Do not edit.\n"
                       "#include \"registry.h\"\n\nconst tile_variant tile_registry[] = {\n");
@@ -372,13 +444,14 @@ int main(int argc, char **argv) {
         const int64_t *f = r->fields;
         text_printf(&reg,
                     "    {\"%s\", \"%s\", (tile_dtype)%d, %lld, %lld, %lld, %lld, %lldLL, %lld, "
-                    "%lld, %lld, %lld, %lld, \"%s\"},\n",
+                    "%lld, %lld, %lld, %lld, %lld, %d, \"%s\"},\n",
                     r->name, r->op, r->dtype, (long long)f[GRID_FIELD_THREADS],
                     (long long)f[GRID_FIELD_ROWS_PER_PROGRAM], (long long)f[GRID_FIELD_CLUSTER],
                     (long long)f[GRID_FIELD_SMEM], (long long)f[GRID_FIELD_MAX_COLS],
                     (long long)f[GRID_FIELD_ALIGN], (long long)f[GRID_FIELD_ARCH_MIN],
                     (long long)f[GRID_FIELD_ARCH_MAX], (long long)f[GRID_FIELD_PERSISTENT],
-                    (long long)f[GRID_FIELD_FEATURES], r->params);
+                    (long long)f[GRID_FIELD_FEATURES], (long long)f[GRID_FIELD_LEAN], r->lean_twin,
+                    r->params);
     }
     text_printf(&reg, "};\nconst int32_t tile_registry_count = %d;\n", st.row_count);
     char path[1200];

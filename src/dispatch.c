@@ -102,6 +102,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
+    else if (v->lean && (p->cols != v->max_cols || p->optional_inputs)) reason = "lean";
     if (why) *why = reason;
     return reason == NULL;
 }
@@ -302,6 +303,19 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
     return cost;
 }
 
+/* The chosen variant's lean twin where the call allows it: the same program, compiled for rows
+ * of exactly its width and without optional inputs, in fewer registers a thread (registry.h).
+ * Tables and the heuristic pick among general variants; the twin is never slower than them. */
+static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
+    const int32_t twin = tile_registry[decision->variant].lean_twin;
+    if (twin < 0 || !tile_variant_eligible(&tile_registry[twin], p, NULL)) return;
+    decision->variant = twin;
+    const size_t used = strlen(decision->reason);
+    snprintf(decision->reason + used, sizeof decision->reason - used,
+             "; its lean twin (rows of exactly %lld columns, no optional inputs)",
+             (long long)p->cols);
+}
+
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     int32_t eligible = 0, arch_ok = 0, shape_ok = 0;
     for (int32_t i = 0; i < tile_registry_count; i++) {
@@ -368,6 +382,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                  best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", waves_note);
+        take_lean_twin(p, decision);
         return TILE_STATUS_SUCCESS;
     }
 
@@ -379,6 +394,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
              "%.2f among %d eligible",
              p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
              eligible);
+    take_lean_twin(p, decision);
     return TILE_STATUS_SUCCESS;
 }
 
@@ -405,7 +421,7 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit, features, no_tensor_maps;
+    int32_t sm_count, smem_limit, features, optional_inputs, no_tensor_maps;
     const int32_t *blocks_per_sm;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
@@ -417,6 +433,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
+        c->optional_inputs == p->optional_inputs &&
         c->no_tensor_maps == p->no_tensor_maps && c->blocks_per_sm == p->blocks_per_sm) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
@@ -426,7 +443,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
-                           p->no_tensor_maps, p->blocks_per_sm};
+                           p->optional_inputs, p->no_tensor_maps, p->blocks_per_sm};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }
@@ -469,6 +486,11 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                          "%s: %s lacks work this call needs (features 0x%x of 0x%x: 0x1 is "
                          "dropout or a keep mask)",
                          fn, v->name, (unsigned)v->features, (unsigned)p->features);
+    if (!strcmp(why, "lean"))
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s is a lean variant: it takes rows of exactly %lld columns (got "
+                         "%lld) and no bias, residual or s",
+                         fn, v->name, (long long)v->max_cols, (long long)p->cols);
     if (!strcmp(why, "tensor maps"))
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: %s copies by tensor maps, which cannot stop at a sequence's end: "

@@ -45,6 +45,8 @@ typedef struct tile_problem {
     int32_t sm_count;   /* 0 when unknown (explain for another arch) */
     int32_t smem_limit; /* per-program shared memory the device allows */
     int32_t features;   /* TILE_FEATURE_* bits the call needs (0: none) */
+    int32_t optional_inputs; /* 1: the call passes inputs or outputs lean variants leave out
+                              * (norm: bias, residual, s) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (a varlen attention call):
                              * variants that copy by them are not eligible */
     const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain

@@ -144,7 +144,8 @@ static tile_status run(const norm_entry *e, int forced, int32_t variant,
     /* Kernels without dropout hold fewer registers; calls that need it get the ones with it. */
     const int32_t features = a->p > 0.0f || a->mask ? TILE_FEATURE_DROPOUT : 0;
     tile_problem p = {.op = norm_op, .dtype = a->dtype, .rows = a->rows, .cols = a->cols,
-                      .align = align, .features = features};
+                      .align = align, .features = features,
+                      .optional_inputs = a->bias || a->residual || a->s};
     tile_problem_on_device(&p, device);
     if (forced) s = tile_check_variant(e->fn, variant, &p);
     else s = tile_dispatch_cached(&p, &variant);

@@ -20,6 +20,10 @@ typedef struct tile_variant {
     int32_t arch_max; /* 0: open */
     int32_t persistent; /* programs loop over row blocks: launch at most SMs x occupancy */
     int32_t features;   /* optional work it implements (TILE_FEATURE_* bits, norm_args.h) */
+    int32_t lean;       /* 1: compiled for rows of exactly max_cols columns and calls without
+                         * optional inputs (tile_problem.optional_inputs) */
+    int32_t lean_twin;  /* index of this variant's lean twin, or -1: dispatch takes the twin
+                         * in its place wherever the call allows */
     const char *params;
 } tile_variant;
 

@@ -189,8 +189,9 @@ int64_t support_softmax_run(const support_gpu *gpu, const support_softmax_case *
  * every pointer is `offset` elements past a 256-byte boundary. Outputs are poisoned first;
  * s and the mask must match the reference bit for bit, y, mean and rstd within tolerance, and
  * row padding must stay poisoned. variant < 0 runs the public function
- * (tile_residual_dropout_norm, or tile_residual_dropout for TILE_NORM_NONE). Returns the
- * mismatch count (-1 when the call failed: *status says why). */
+ * (tile_residual_dropout_norm, or tile_residual_dropout for TILE_NORM_NONE). `plain`: no
+ * bias, residual or s, the norm of x alone (what a lean variant takes; needs a norm and p 0).
+ * Returns the mismatch count (-1 when the call failed: *status says why). */
 typedef struct support_norm_case {
     int32_t variant;
     tile_dtype dtype;
@@ -198,6 +199,7 @@ typedef struct support_norm_case {
     int64_t rows, cols, pad, offset;
     float p;
     uint64_t seed;
+    int plain;
 } support_norm_case;
 int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, tile_status *status,
                          double *max_err);

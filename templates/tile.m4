@@ -56,6 +56,13 @@ const int64_t $1 = tile::program_row<$2>()|>)
 # TILE_PROGRAM_COLUMN(col0, L): first column of this program's slice of the row.
 m4_define(<|TILE_PROGRAM_COLUMN|>, <|const int64_t $1 = tile::program_column<$2>()|>)
 
+# TILE_ROW_WIDTH(cols, L, n): cols = n, the width of the rows; in a lean variant (the grid sets
+# `lean`: rows of exactly one tile, no optional inputs) the tile's width BLOCK_N instead, a
+# constant, so the code for partial tiles drops out. TILE_LEAN: 1 in a lean variant, else 0.
+m4_define(<|TILE_ROW_WIDTH|>, <|TILE_ARGS(<|TILE_ROW_WIDTH|>, <|$3|>, 3)m4_dnl
+const int64_t $1 = m4_ifelse(LEAN, 1, <|TILE_NEED(<|BLOCK_N|>)(int64_t)BLOCK_N|>, <|($3)|>)|>)
+m4_define(<|TILE_LEAN|>, <|m4_ifelse(LEAN, 1, 1, 0)|>)
+
 # TILE_FOR_ROW_BLOCKS(row, L, rows) ... TILE_END_FOR: a persistent program walks its row blocks
 # (strided by the grid); `row` advances by TILE_ROW_STRIDE(L) rows each time.
 m4_define(<|TILE_FOR_ROW_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_ROW_BLOCKS|>, <|$3|>, 3)m4_dnl
@@ -125,11 +132,6 @@ tile::store_row<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_ROUND|>, <|tile::round_to<T>($1)|>)
 
 # ---------------------------------------------------------------------------- maps
-# TILE_MAP(out, t, expr): out = expr applied to every element v of t (expr reads `v`; quote it
-# with <| |> if it holds a comma).
-m4_define(<|TILE_MAP|>, <|TILE_ARGS(<|TILE_MAP|>, <|$3|>, 3)m4_dnl
-const auto $1 = tile::map($2, [&](float v) { return $3; })|>)
-
 # TILE_APPLY(t, expr): t = expr applied in place to every element v of t (no new registers).
 m4_define(<|TILE_APPLY|>, <|TILE_ARGS(<|TILE_APPLY|>, <|$2|>, 2)m4_dnl
 tile::apply($1, [&](float v) { return $2; })|>)
@@ -157,6 +159,10 @@ m4_define(<|TILE_ROW_MAX|>, <|TILE_ARGS(<|TILE_ROW_MAX|>, <|$3|>, 3)m4_dnl
 const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_max{}), tile::op_max{})|>)
 m4_define(<|TILE_ROW_SUM|>, <|TILE_ARGS(<|TILE_ROW_SUM|>, <|$3|>, 3)m4_dnl
 const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_sum{}), tile::op_sum{})|>)
+# TILE_ROW_SUM_OF(s, L, t, expr): s = sum over each row of expr applied to every element v of
+# t (expr reads `v`), without keeping expr's values as a second tile. Collective.
+m4_define(<|TILE_ROW_SUM_OF|>, <|TILE_ARGS(<|TILE_ROW_SUM_OF|>, <|$4|>, 4)m4_dnl
+const float $1 = tile::row_reduce<$2>(tile::thread_reduce($3, tile::op_sum{}, [&](float v) { return $4; }), tile::op_sum{})|>)
 # TILE_ROW_SQ_DEV(r, L, t, center, col0, cols): r = the row's sum of (t - center)^2 over the
 # elements of tile col0 below cols (with the row mean as center: n * variance). Collective.
 m4_define(<|TILE_ROW_SQ_DEV|>, <|TILE_ARGS(<|TILE_ROW_SQ_DEV|>, <|$6|>, 6)m4_dnl

@@ -448,15 +448,6 @@ template <typename L, typename F> __device__ __forceinline__ void apply(frag<L> 
         for (int k = 0; k < L::VEC; k++) a.v[i][k] = f(a.v[i][k]);
 }
 
-template <typename L, typename F> __device__ __forceinline__ frag<L> map(const frag<L> &a, F f) {
-    frag<L> r;
-#pragma unroll
-    for (int i = 0; i < L::ITERS; i++)
-#pragma unroll
-        for (int k = 0; k < L::VEC; k++) r.v[i][k] = f(a.v[i][k]);
-    return r;
-}
-
 // In place, elementwise with a second tile of the same layout: a = f(a, b).
 template <typename L, typename F>
 __device__ __forceinline__ void apply_with(frag<L> &a, const frag<L> &b, F f) {
@@ -597,14 +588,21 @@ __device__ __forceinline__ online shfl_xor(online v, int mask) {
     return online{__shfl_xor_sync(0xffffffffu, v.m, mask), __shfl_xor_sync(0xffffffffu, v.s, mask)};
 }
 
-// Reduce over the thread's own part of the tile.
-template <typename L, typename Op> __device__ __forceinline__ float thread_reduce(const frag<L> &t, Op op) {
+// Reduce f(element) over the thread's own part of the tile. f's values are folded as they
+// come, never held as a second tile: beside t (still live) that would double the registers a
+// thread needs, for the whole kernel (log-softmax's sum of exp: 52 -> 32 registers at 16
+// values a thread, docs/perf-notes.md K5).
+template <typename L, typename Op, typename F>
+__device__ __forceinline__ float thread_reduce(const frag<L> &t, Op op, F f) {
     float r = Op::identity;
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++)
 #pragma unroll
-        for (int k = 0; k < L::VEC; k++) r = op(r, t.v[i][k]);
+        for (int k = 0; k < L::VEC; k++) r = op(r, f(t.v[i][k]));
     return r;
+}
+template <typename L, typename Op> __device__ __forceinline__ float thread_reduce(const frag<L> &t, Op op) {
+    return thread_reduce(t, op, [](float v) { return v; });
 }
 
 // Reduce a per-thread value over its row: a butterfly of warp shuffles inside the row's lanes,

@@ -511,8 +511,16 @@ static void compare_witness(int shape, const uint8_t *mask, size_t n, const char
     mask_disagreements++;
 }
 
+/* Lean variants (LEAN=1) take only rows of exactly max_cols columns and calls without bias,
+ * residual or s (lean_takes): check_lean runs them, on shapes of their own. */
+static int is_lean(const variant_entry *v) { return strstr(v->info.params, "LEAN=1") != NULL; }
+static int lean_takes(const norm_config *c) {
+    return (c->flags & NO_S) && !(c->flags & (RES | BIAS | MASK)) && c->p == 0.0f;
+}
+
 static int variant_takes(const variant_entry *v, tile_dtype dt, int64_t cols) {
-    return v->runs_here && v->info.dtype == dt && (!v->info.max_cols || cols <= v->info.max_cols);
+    return v->runs_here && v->info.dtype == dt && !is_lean(v) &&
+           (!v->info.max_cols || cols <= v->info.max_cols);
 }
 
 /* Runs (problem, call) on the image of the right alignment, reports a failure, and feeds the
@@ -600,6 +608,39 @@ static void check_all(const char *only) {
             printf("  %s %lldx%lld: %d runs, %.2f s\n", tile_dtype_string(dt), (long long)rows,
                    (long long)shapes[sh].cols, runs, now_s() - t0);
         }
+    }
+}
+
+/* Each lean variant on rows of exactly its width in every configuration it takes, and the
+ * dispatched LayerNorm and RMSNorm of the same problems (which run the lean twins there). */
+static void check_lean(const char *only) {
+    static const int64_t lean_rows[] = {1, 3, 131};
+    for (int i = 0; i < nvariants; i++) {
+        variant_entry *v = &variants[i];
+        if (!v->runs_here || !is_lean(v) || !support_variant_selected(v->info.name, only))
+            continue;
+        const tile_dtype dt = v->info.dtype;
+        for (int r = 0; r < (int)(sizeof lean_rows / sizeof *lean_rows); r++)
+            for (int ci = 0; ci < NCONFIGS; ci++) {
+                if (!lean_takes(&configs[ci])) continue;
+                problem p;
+                problem_init(&p, dt, lean_rows[r], v->info.max_cols, &configs[ci],
+                             7000u + 100u * (uint64_t)r + (uint64_t)ci, 0, 0);
+                image cache[4];
+                int ncache = 0;
+                image *im = image_for(cache, &ncache, &p, v->info.align_bytes);
+                /* shape 0's mask witness: these configurations draw no mask */
+                v->failed |= run_and_report(&p, im, 0, CALL_VARIANT, v->index, v->info.name);
+                v->cases++;
+                for (int call = CALL_LAYERNORM; call <= CALL_RMSNORM; call++) {
+                    if (!call_takes((call_kind)call, p.cfg)) continue;
+                    dispatch_failed[dt] |=
+                        run_and_report(&p, im, 0, (call_kind)call, -1, call_names[call]);
+                    dispatch_cases[dt]++;
+                }
+                for (int k = 0; k < ncache; k++) image_free(&cache[k]);
+                problem_free(&p);
+            }
     }
 }
 
@@ -718,10 +759,15 @@ static tile_add_norm_args err_args(const err_buffers *b, tile_dtype dt, int64_t 
         .rstd = (float *)DPTR(b->stats) + rows};
 }
 
-/* err_args, without dropout and mask for a variant built without dropout. */
+/* err_args, without dropout and mask for a variant built without dropout, and without bias,
+ * residual and s for a lean one. */
 static tile_add_norm_args err_args_for(const err_buffers *b, tile_dtype dt, int64_t rows,
-                                       int64_t cols, int64_t ld, int dropout) {
+                                       int64_t cols, int64_t ld, int dropout, int lean) {
     tile_add_norm_args a = err_args(b, dt, rows, cols, ld);
+    if (lean) {
+        a.bias = a.residual = NULL;
+        a.s = NULL;
+    }
     if (!dropout) {
         a.p = 0.0f;
         a.mask = NULL;
@@ -743,7 +789,7 @@ static int check_variant_errors(const variant_entry *v) {
     a.dtype = dt == TILE_DTYPE_F32 ? TILE_DTYPE_F16 : TILE_DTYPE_F32;
     EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
     const int dropout = has_dropout(v);
-#define ERR_ARGS(rows, cols_, ld) err_args_for(&b, dt, rows, cols_, ld, dropout)
+#define ERR_ARGS(rows, cols_, ld) err_args_for(&b, dt, rows, cols_, ld, dropout, is_lean(v))
     if (!dropout) { /* dropout asked of a variant without it */
         a = err_args(&b, dt, 4, cols, cols + 8);
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
@@ -752,6 +798,19 @@ static int check_variant_errors(const variant_entry *v) {
     }
     if (v->info.max_cols) {
         a = ERR_ARGS(1, cols + 1, cols + 1);
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+    }
+    if (is_lean(v)) { /* what a lean variant leaves out, and rows narrower than its width */
+        a = ERR_ARGS(4, cols, cols + 8);
+        a.bias = DPTR(b.vec);
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+        a = ERR_ARGS(4, cols, cols + 8);
+        a.residual = DPTR(b.res);
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+        a = ERR_ARGS(4, cols, cols + 8);
+        a.s = DPTR(b.s);
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+        a = ERR_ARGS(4, cols - 8, cols + 8);
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
     }
     if ((size_t)v->info.align_bytes > elem) {
@@ -773,7 +832,8 @@ static int check_arch_mismatch(const variant_entry *v) {
     err_buffers b;
     err_alloc(&b, 4096);
     int failed = 0;
-    tile_add_norm_args a = err_args_for(&b, v->info.dtype, 1, 16, 16, has_dropout(v));
+    tile_add_norm_args a =
+        err_args_for(&b, v->info.dtype, 1, 16, 16, has_dropout(v), is_lean(v));
     EXPECT(v->info.name, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_ARCH_MISMATCH);
     if (!failed && !strstr(tile_last_error(), v->info.name)) {
         fprintf(stderr, "FAIL %s: the arch mismatch message does not name it: %s\n", v->info.name,
@@ -1217,6 +1277,7 @@ int main(void) {
 
     REPORT(!check_explain(), "tile_norm_explain for this device");
     check_all(only);
+    check_lean(only);
     if (max_rows)
         printf("FUSEDOPS_TEST_MAX_ROWS does not apply to the pipe variants' multi-row walk "
                "cases\n");

@@ -96,6 +96,7 @@ static int32_t count_eligible_of(const char *op, tile_dtype d, int64_t cols, int
         if (v.smem_bytes > tile_arch_smem_limit(arch)) continue; /* 128 KiB stages on sm_86 */
         if (v.max_cols && v.max_cols < cols) continue;
         if (align % v.align_bytes) continue;
+        if (strstr(v.params, "LEAN=1") && cols != v.max_cols) continue; /* explain: no extras */
         n++;
     }
     return n;
@@ -164,7 +165,7 @@ static tile_decision check_decision_of(const char *op, tile_dtype dt, int64_t ro
         fail();
     }
     /* the library's own predicate agrees */
-    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0, 0, NULL};
+    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0, 0, 0, NULL};
     const char *why = "unset";
     assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
     assert_null(why);
@@ -470,7 +471,7 @@ static void test_registry(void **state) {
         assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
         /* every variant is eligible for some problem: its own width, at its arch */
         tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
-                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0, NULL};
+                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0, 0, NULL};
         assert_true(tile_variant_eligible(r, &p, NULL));
     }
     for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
@@ -543,7 +544,7 @@ static void test_tuned_table(void **state) {
         assert_string_equal(v->op, e->op);
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
-        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0, NULL};
+        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0, 0, NULL};
         /* explain decides for calls without optional features (no dropout) */
         if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
         tile_decision d = decision_at(e->op, e->dtype, rows, cols, e->arch);
@@ -553,8 +554,8 @@ static void test_tuned_table(void **state) {
             const tile_tuned_entry *f = &tile_tuned_table[j];
             if (f->arch == e->arch && f->dtype == e->dtype && !strcmp(f->op, e->op) &&
                 f->rows_log2 == e->rows_log2 && f->cols_step == e->cols_step &&
-                f->variant == d.variant)
-                listed = 1;
+                (f->variant == d.variant || tile_registry[f->variant].lean_twin == d.variant))
+                listed = 1; /* the entry, or its lean twin in its place */
         }
         assert_true(listed);
     }
@@ -598,7 +599,7 @@ static void test_internal_helpers(void **state) {
     assert_true(idx >= 0);
     const tile_variant *v = &tile_registry[idx];
     const char *why;
-    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0, 0, NULL};
+    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0, 0, 0, NULL};
     assert_true(tile_variant_eligible(v, &p, &why));
     assert_null(why);
     p.dtype = TILE_DTYPE_BF16;
@@ -650,7 +651,7 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
 static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int32_t arch,
                                         const tile_decision *d) {
     const tile_problem p = {"attention", a->dtype, (int64_t)a->batch * a->heads_q * a->seqlen_q,
-                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0, 0, NULL};
+                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0, 0, 0, NULL};
     const int32_t pick = best_variant(tile_registry, tile_registry_count, &p);
     if (d->rule == TILE_RULE_HEURISTIC) assert_int_equal(pick, d->variant);
     return pick;
@@ -752,6 +753,67 @@ static void test_attention_mismatch(void **state) {
 /* A varlen call never gets a variant that copies by tensor maps (it cannot stop at a
  * sequence's end): where the same dense call picks one (a tuned entry at 32768 query rows on
  * sm_90), explain (as dispatch) passes such entries over. */
+/* Lean twins: each names a lean variant of its own op, dtype, width and program size;
+ * dispatch takes the twin for a call it can run (rows of exactly its width, no bias, residual
+ * or s) and keeps the general variant otherwise. */
+static void test_lean_twins(void **state) {
+    (void)state;
+    int twins = 0;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *v = &tile_registry[i];
+        if (v->lean) {
+            assert_true(v->max_cols > 0);
+            assert_int_equal(v->features, 0);
+            assert_int_equal(v->lean_twin, -1);
+            assert_non_null(strstr(v->params, "LEAN=1"));
+        }
+        if (v->lean_twin < 0) continue;
+        assert_in_range(v->lean_twin, 0, tile_registry_count - 1);
+        const tile_variant *t = &tile_registry[v->lean_twin];
+        assert_true(t->lean && !v->lean);
+        assert_string_equal(t->op, v->op);
+        assert_int_equal(t->dtype, v->dtype);
+        assert_int_equal(t->max_cols, v->max_cols);
+        assert_int_equal(t->threads, v->threads);
+        assert_int_equal(t->align_bytes, v->align_bytes);
+
+        tile_problem p = {v->op, v->dtype, 1000, v->max_cols, 16, 90, 0,
+                          tile_arch_smem_limit(90), 0, 0, 0, NULL};
+        const char *why = "unset";
+        assert_true(tile_variant_eligible(t, &p, &why));
+        p.optional_inputs = 1; /* a bias, residual or s */
+        assert_false(tile_variant_eligible(t, &p, &why));
+        assert_string_equal(why, "lean");
+        p.optional_inputs = 0;
+        p.cols = v->max_cols - 8; /* a narrower row */
+        assert_false(tile_variant_eligible(t, &p, &why));
+        assert_string_equal(why, "lean");
+        twins++;
+    }
+    assert_true(twins > 0);
+
+    /* bf16 LayerNorm of 8192 columns: the lean twin of whatever general variant decides, and
+     * that general variant on 8000 columns or with a residual */
+    tile_decision d = new_decision();
+    assert_int_equal(tile_norm_explain(TILE_DTYPE_BF16, 8192, 8192, 8192, 8192, 16, 90, &d),
+                     TILE_STATUS_SUCCESS);
+    const tile_variant *lean = &tile_registry[d.variant];
+    if (!lean->lean || !strstr(d.reason, "lean twin")) {
+        print_error("8192x8192 chose %s: %s\n", lean->name, d.reason);
+        fail();
+    }
+    tile_problem p = {"norm", TILE_DTYPE_BF16, 8192, 8192, 16, 90, 0, tile_arch_smem_limit(90),
+                      0, 1, 0, NULL};
+    tile_decision with_residual = new_decision();
+    assert_int_equal(tile_dispatch(&p, &with_residual), TILE_STATUS_SUCCESS);
+    assert_int_equal(tile_registry[with_residual.variant].lean_twin, d.variant);
+    assert_null(strstr(with_residual.reason, "lean twin"));
+    tile_decision narrower = new_decision();
+    assert_int_equal(tile_norm_explain(TILE_DTYPE_BF16, 8192, 8000, 8000, 8000, 16, 90, &narrower),
+                     TILE_STATUS_SUCCESS);
+    assert_false(tile_registry[narrower.variant].lean);
+}
+
 static void test_attention_varlen_avoids_tensor_maps(void **state) {
     (void)state;
     static _Alignas(256) int32_t cu[3];
@@ -874,7 +936,7 @@ static void test_grouped_matmul_heuristic(void **state) {
     for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
         for (int32_t arch = 80; arch <= 100; arch += 10) {
             tile_problem p = {"grouped_matmul", TILE_DTYPE_BF16, shapes_[s].rows,
-                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0, 0, NULL};
+                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0, 0, 0, NULL};
             const int hopper = arch == 90, large = shapes_[s].large;
             const int want = hopper ? (large ? WGMMA_LARGE : WGMMA_SMALL)
                                     : (large ? MMA_LARGE : MMA_SMALL);
@@ -946,7 +1008,7 @@ static void test_grouped_matmul_registry(void **state) {
                 if (d.rule != TILE_RULE_HEURISTIC) continue;
                 const int64_t rows = cases[c].rows > 1 ? cases[c].rows : 1;
                 tile_problem p = {"grouped_matmul", dts[t], rows, cases[c].n, align, arch, 0,
-                                  tile_arch_smem_limit(arch), 0, 0, NULL};
+                                  tile_arch_smem_limit(arch), 0, 0, 0, NULL};
                 const double cost = tile_heuristic_cost(&tile_registry[d.variant], &p);
                 int hopper_only = 0;
                 for (int32_t i = 0; i < tile_registry_count; i++) {
@@ -979,6 +1041,7 @@ int main(void) {
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_sm90_variants_have_code),
         cmocka_unit_test(test_tuned_table),
+        cmocka_unit_test(test_lean_twins),
         cmocka_unit_test(test_internal_helpers),
         cmocka_unit_test(test_attention_head_dims),
         cmocka_unit_test(test_attention_mismatch),
