@@ -803,9 +803,11 @@ static int check_variant_errors(const variant_entry *v) {
     if (is_lean(v)) { /* what a lean variant leaves out, and rows narrower than its width */
         a = ERR_ARGS(4, cols, cols + 8);
         a.bias = DPTR(b.vec);
+        a.s = DPTR(b.s); /* where x + bias goes (valid call) */
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
         a = ERR_ARGS(4, cols, cols + 8);
         a.residual = DPTR(b.res);
+        a.s = DPTR(b.s);
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
         a = ERR_ARGS(4, cols, cols + 8);
         a.s = DPTR(b.s);
