@@ -105,6 +105,11 @@ m4_define(<|TILE_STAGE_WAIT|>, <|tile::stage_wait()|>)
 # the stage (ptr for the row's partial last vector), fp32, `other` outside the row.
 m4_define(<|TILE_STAGE_LOAD|>, <|TILE_ARGS(<|TILE_STAGE_LOAD|>, <|$10|>, 10)m4_dnl
 tile::frag<$2> $1; tile::stage_load<$2>($1, $3, (const T *)($4), $5, $6, $7, $8, $9, $10)|>)
+# TILE_STAGE_STORE(s, L, t, row, rows, col0, cols): tile t (fp32) back into stage s as storage
+# values, where tile col0 was staged, so that TILE_STAGE_LOAD reads t afterwards (its whole
+# vectors; the row's partial last vector is read from the pointer TILE_STAGE_LOAD is given).
+m4_define(<|TILE_STAGE_STORE|>, <|TILE_ARGS(<|TILE_STAGE_STORE|>, <|$7|>, 7)m4_dnl
+tile::stage_store<$2>($1, $3, $4, $5, $6, $7)|>)
 
 # TILE_RING(r, L, ptr, rows, cols, ld): r = a ring of STAGES (the grid point's) row buffers in
 # shared memory, filled by Hopper bulk copies; the program's first STAGES rows of ptr start

@@ -338,6 +338,20 @@ __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *
                  });
 }
 
+// Writes tile col0's whole in-bounds vectors back to the stage (storage dtype) where
+// stage_copy put them, so a later stage_load reads t: each thread its own vectors, no barrier.
+// The partial vector at the row's end is not staged (stage_load reads it from global memory).
+template <typename L, typename T>
+__device__ __forceinline__ void stage_store(T *stage, const frag<L> &t, int64_t row, int64_t rows,
+                                            int64_t col0, int64_t cols) {
+    if (row >= rows) return;
+    T *s = stage + stage_offset<L>(col0);
+    const int64_t limit = cols - col0;
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+        if (L::col(i) + L::VEC <= limit) write_vector<L>(s + L::col(i), t.v[i]);
+}
+
 // ------------------------------------------------------------------------------ row ring
 // A ring of STAGES row buffers in the dynamic shared memory (STAGES * BLOCK_N storage values,
 // the grid's `set smem`), filled by the Hopper bulk-copy engine: one 1-D cp.async.bulk per row
