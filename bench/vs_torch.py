@@ -1620,6 +1620,7 @@ def main():
         "timing": "median over reps of (CUDA-event time of a batch of launches) / batch, "
                   "after a sleep kernel that lets the host enqueue the batch; inputs rotated "
                   "over copies >= max(256 MiB, 3 x L2)",
+        "peer_outputs": args.peer_outputs,  # rotate: every provider writes fresh outputs
     }
     log(f"{device} (sm_{props.major}{props.minor}, {props.multi_processor_count} SMs, "
         f"L2 {l2_bytes >> 20} MiB), torch {torch.__version__}, triton {info['triton']}, "

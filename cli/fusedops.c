@@ -547,16 +547,17 @@ typedef struct random_pool {
 /* Inputs for timing: random x rotated over enough copies (256 MiB in all, at most 64) that a
  * launch reads data the previous ones did not leave in L2; the residual of launch k is copy
  * k + 1. The copies lie 256-byte aligned in one random buffer: a shared pool's when it is
- * large enough, else the buffers' own. Outputs y and s rotate over as many copies, so that a
- * launch's writes do not land on lines the previous launch left in L2 either (one y buffer
- * made tensors that fit L2 look up to 30% faster than a caller's fresh outputs: an f32
- * 4096 x 1024 softmax 11.0 us against 14.5; perf-notes K7). Random weight and bias vectors.
+ * large enough, else the buffers' own. Outputs y and s rotate over as many copies (one where
+ * a tensor is over 64 MiB, which L2 cannot keep anyway), so that a launch's writes do not
+ * land on lines the previous launch left in L2 either (one y buffer made tensors that fit L2
+ * look up to 30% faster than a caller's fresh outputs: an f32 4096 x 1024 softmax 11.0 us
+ * against 14.5; perf-notes K7). Random weight and bias vectors.
  * The compute-bound ops bring their calls instead (each on its own buffers): `copies` of
  * them, launch k running call k % copies (copies 0 or 1: always the first). */
 typedef struct bench_buffers {
     CUdeviceptr x[64], y, s, weight, bias; /* y and s: `copies` outputs, stride apart */
     CUdeviceptr own_pool; /* 0 when x lies in a shared pool */
-    int copies;
+    int copies, out_copies;
     size_t stride; /* bytes between consecutive copies */
     size_t bytes; /* one rows x cols tensor */
     size_t shift; /* bytes added to every pointer of a row op's call (x, residual, y, s, weight,
@@ -598,12 +599,14 @@ static void buffers_alloc(const support_gpu *gpu, tile_dtype dtype, int64_t rows
     else base = b->own_pool = upload_random(gpu, dtype, need / elem + 16, 7, -8.0f, 8.0f);
     for (int i = 0; i < b->copies; i++) b->x[i] = base + (size_t)i * stride;
     b->stride = stride;
+    b->out_copies = b->bytes > ((size_t)64 << 20) ? 1 : b->copies;
     /* (16 elements of slack everywhere: room for `shift`; the shared pool has its own) */
     b->shift = 0;
     b->weight = upload_random(gpu, dtype, (size_t)cols + 16, 3, 0.5f, 1.5f);
     b->bias = upload_random(gpu, dtype, (size_t)cols + 16, 5, -1.0f, 1.0f);
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->y, need + 16 * elem));
-    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->s, need + 16 * elem));
+    const size_t out_bytes = (size_t)b->out_copies * stride + 16 * elem;
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->y, out_bytes));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&b->s, out_bytes));
 }
 
 static void buffers_free(const support_gpu *gpu, bench_buffers *b) {
@@ -640,7 +643,7 @@ static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const
                             : tile_grouped_matmul(b->grouped + call, NULL);
     const void *x = DEVICE_PTR(b->x[k % b->copies] + b->shift);
     const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies] + b->shift);
-    const size_t out = (size_t)(k % b->copies) * b->stride + b->shift;
+    const size_t out = (size_t)(k % b->out_copies) * b->stride + b->shift;
     void *y = DEVICE_PTR(b->y + out), *s = DEVICE_PTR(b->s + out);
     const void *weight = DEVICE_PTR(b->weight + b->shift), *bias = DEVICE_PTR(b->bias + b->shift);
     if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
@@ -709,8 +712,9 @@ static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_o
         SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
         for (int k = 0; k < batch && s == TILE_STATUS_SUCCESS; k++, launch++) {
             if (variant == -2)
-                SUPPORT_CHECK(gpu, d->cuMemcpyDtoD(b->y + (size_t)(launch % b->copies) * b->stride,
-                                                   b->x[launch % b->copies], b->bytes));
+                SUPPORT_CHECK(gpu, d->cuMemcpyDtoD(
+                                       b->y + (size_t)(launch % b->out_copies) * b->stride,
+                                       b->x[launch % b->copies], b->bytes));
             else s = launch_op(op, variant, dtype, b, launch, rows, cols);
         }
         SUPPORT_CHECK(gpu, d->cuEventRecord(stop, NULL));

@@ -145,6 +145,7 @@ typedef struct gen_state {
     const char *templates;
     const char *kernel_dir;
     const grid_file *grid;
+    const char *grid_path; /* the grid's file (argv: outlives every grid parsed after it) */
     text *cu;
     int list, list_pruned;
     int survivors, pruned;
@@ -209,6 +210,13 @@ static void link_lean_twins(variant_row *rows, int count) {
     }
 }
 
+/* The value of the grid point's parameter `name`, or `otherwise` where its family has none. */
+static int64_t param_or(const grid_point *pt, const char *name, int64_t otherwise) {
+    for (int i = 0; i < pt->family->param_count; i++)
+        if (!strcmp(pt->family->params[i].name, name)) return pt->param_values[i];
+    return otherwise;
+}
+
 static void describe_point(const grid_point *pt, char *buf, size_t size) {
     buf[0] = '\0';
     size_t used = 0;
@@ -260,6 +268,13 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
         bad = "lean must be 0 or 1";
     else if (f[GRID_FIELD_LEAN] && (!f[GRID_FIELD_MAX_COLS] || f[GRID_FIELD_FEATURES]))
         bad = "a lean variant needs max_cols (the one width it takes) and no features";
+    else if (f[GRID_FIELD_LEAN] && (f[GRID_FIELD_CLUSTER] != 1 ||
+                                    param_or(pt, "BLOCK_N", -1) != f[GRID_FIELD_MAX_COLS]))
+        /* TILE_ROW_WIDTH makes cols BLOCK_N: the row must be one program's one tile */
+        bad = "a lean variant's max_cols must be its BLOCK_N, without a cluster";
+    else if (param_or(pt, "LEAN", 0) != f[GRID_FIELD_LEAN])
+        /* the CLI and tests know lean variants by the LEAN=1 in their params */
+        bad = "param LEAN and field lean must agree (set lean = LEAN)";
     if (bad) die("%s:%d: family %s, %s: %s", st->grid->path, pt->family->line, pt->family->name,
                  params, bad);
     st->survivors++;
@@ -275,7 +290,7 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     row->dtype = pt->dtype;
     memcpy(row->fields, pt->fields, sizeof row->fields);
     snprintf(row->kernel, sizeof row->kernel, "%s", pt->family->kernel);
-    row->grid_path = st->grid->path;
+    row->grid_path = st->grid_path;
     row->family_line = pt->family->line;
     row->lean_twin = -1;
     snprintf(row->params, sizeof row->params, "%s", params);
@@ -416,6 +431,7 @@ int main(int argc, char **argv) {
                          "edit.\n#include \"tile_device.cuh\"\n",
                     kernel_dir, grid.source, grids[g]);
         st.grid = &grid;
+        st.grid_path = grids[g];
         st.kernel_dir = kernel_dir;
         st.cu = &cu;
         st.survivors = st.pruned = 0;

@@ -603,6 +603,10 @@ int64_t support_norm_run(const support_gpu *gpu, const support_norm_case *c, til
 #undef DP
     tile_status st;
     if (c->variant >= 0) st = tile_add_norm_variant(c->variant, &a, NULL);
+    else if (c->plain && layer)
+        st = tile_layernorm(dt, a.y, a.x, a.weight, a.norm_bias, a.mean, a.rstd, rows, cols, ld,
+                            ld, a.eps, NULL);
+    else if (c->plain) st = tile_rmsnorm(dt, a.y, a.x, a.weight, a.rstd, rows, cols, ld, ld, a.eps, NULL);
     else if (has_norm) st = tile_residual_dropout_norm(&a, NULL);
     else st = tile_residual_dropout(dt, a.s, a.x, a.residual, a.bias, a.mask, rows, cols, ld, ld,
                                     ld, a.p, a.seed, a.offset, NULL);

@@ -612,7 +612,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const uint32_t sel = device ? smem_sel >> 12 : smem_sel;
             const int32_t smem_limit = (sel & 1) ? (int32_t)(((sel >> 1) & 0x7ff) * 128)
                                                  : tile_arch_smem_limit(arch_ok);
-            tile_problem p = {"softmax", dtype, rows, cols, align, arch_ok, sms, smem_limit, 0, 0, NULL};
+            tile_problem p = {.op = "softmax", .dtype = dtype, .rows = rows, .cols = cols,
+                              .align = align, .arch = arch_ok, .sm_count = sms,
+                              .smem_limit = smem_limit};
             tile_decision full;
             full.struct_size = sizeof full;
             tile_status sd = tile_dispatch(&p, &full);

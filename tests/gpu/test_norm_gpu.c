@@ -612,7 +612,9 @@ static void check_all(const char *only) {
 }
 
 /* Each lean variant on rows of exactly its width in every configuration it takes, and the
- * dispatched LayerNorm and RMSNorm of the same problems (which run the lean twins there). */
+ * dispatched LayerNorm and RMSNorm of the same problems (which run a lean twin where the
+ * variant dispatch picks has one: lean_dispatched counts the problems where it did). */
+static int lean_problems, lean_dispatched;
 static void check_lean(const char *only) {
     static const int64_t lean_rows[] = {1, 3, 131};
     for (int i = 0; i < nvariants; i++) {
@@ -629,6 +631,14 @@ static void check_lean(const char *only) {
                 image cache[4];
                 int ncache = 0;
                 image *im = image_for(cache, &ncache, &p, v->info.align_bytes);
+                tile_decision d = {.struct_size = sizeof d};
+                tile_variant_info chosen = {.struct_size = sizeof chosen};
+                lean_problems++;
+                if (tile_norm_explain(dt, p.rows, p.cols, p.cols, p.cols, 16, 0, &d) ==
+                        TILE_STATUS_SUCCESS &&
+                    tile_variant_get(d.variant, &chosen) == TILE_STATUS_SUCCESS &&
+                    strstr(chosen.params, "LEAN=1"))
+                    lean_dispatched++;
                 /* shape 0's mask witness: these configurations draw no mask */
                 v->failed |= run_and_report(&p, im, 0, CALL_VARIANT, v->index, v->info.name);
                 v->cases++;
@@ -1308,6 +1318,12 @@ int main(void) {
         snprintf(label, sizeof label, "mask agreement (%lld comparisons)",
                  (long long)mask_comparisons);
         REPORT(mask_disagreements == 0 && mask_comparisons > 0, label);
+    }
+    if (lean_problems) {
+        char label[96];
+        snprintf(label, sizeof label, "dispatch takes lean twins (%d of %d problems)",
+                 lean_dispatched, lean_problems);
+        REPORT(lean_dispatched > 0, label);
     }
     REPORT(!check_streams(), "mask streams by seed and offset");
     REPORT(!check_keep_fraction(0.1f), "keep fraction p = 0.1, 10^7 elements");

@@ -165,7 +165,8 @@ static tile_decision check_decision_of(const char *op, tile_dtype dt, int64_t ro
         fail();
     }
     /* the library's own predicate agrees */
-    tile_problem p = {op, dt, rows, cols, align, arch, 0, tile_arch_smem_limit(arch), 0, 0, 0, NULL};
+    tile_problem p = {.op = op, .dtype = dt, .rows = rows, .cols = cols, .align = align,
+                      .arch = arch, .smem_limit = tile_arch_smem_limit(arch)};
     const char *why = "unset";
     assert_true(tile_variant_eligible(&tile_registry[d.variant], &p, &why));
     assert_null(why);
@@ -470,8 +471,9 @@ static void test_registry(void **state) {
         assert_true(r->rows_per_program >= 1);
         assert_int_equal(r->rows_per_program > 1 ? v.cluster : 1, 1);
         /* every variant is eligible for some problem: its own width, at its arch */
-        tile_problem p = {v.op, v.dtype, 1, v.max_cols ? v.max_cols : 12345, v.align_bytes,
-                          v.arch_min, 0, tile_arch_smem_limit(v.arch_min), 0, 0, 0, NULL};
+        tile_problem p = {.op = v.op, .dtype = v.dtype, .rows = 1,
+                          .cols = v.max_cols ? v.max_cols : 12345, .align = v.align_bytes,
+                          .arch = v.arch_min, .smem_limit = tile_arch_smem_limit(v.arch_min)};
         assert_true(tile_variant_eligible(r, &p, NULL));
     }
     for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
@@ -544,7 +546,8 @@ static void test_tuned_table(void **state) {
         assert_string_equal(v->op, e->op);
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
-        tile_problem p = {e->op, e->dtype, rows, cols, 16, e->arch, 0, tile_arch_smem_limit(e->arch), 0, 0, 0, NULL};
+        tile_problem p = {.op = e->op, .dtype = e->dtype, .rows = rows, .cols = cols, .align = 16,
+                          .arch = e->arch, .smem_limit = tile_arch_smem_limit(e->arch)};
         /* explain decides for calls without optional features (no dropout) */
         if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
         tile_decision d = decision_at(e->op, e->dtype, rows, cols, e->arch);
@@ -599,7 +602,8 @@ static void test_internal_helpers(void **state) {
     assert_true(idx >= 0);
     const tile_variant *v = &tile_registry[idx];
     const char *why;
-    tile_problem p = {"softmax", TILE_DTYPE_F16, 3, v->max_cols, 16, 80, 0, tile_arch_smem_limit(80), 0, 0, 0, NULL};
+    tile_problem p = {.op = "softmax", .dtype = TILE_DTYPE_F16, .rows = 3, .cols = v->max_cols,
+                      .align = 16, .arch = 80, .smem_limit = tile_arch_smem_limit(80)};
     assert_true(tile_variant_eligible(v, &p, &why));
     assert_null(why);
     p.dtype = TILE_DTYPE_BF16;
@@ -650,8 +654,10 @@ static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_d
  * heuristic's choices hold whatever sm_90's table says). */
 static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int32_t arch,
                                         const tile_decision *d) {
-    const tile_problem p = {"attention", a->dtype, (int64_t)a->batch * a->heads_q * a->seqlen_q,
-                            a->head_dim, 16, arch, 0, tile_arch_smem_limit(arch), 0, 0, 0, NULL};
+    const tile_problem p = {.op = "attention", .dtype = a->dtype,
+                            .rows = (int64_t)a->batch * a->heads_q * a->seqlen_q,
+                            .cols = a->head_dim, .align = 16, .arch = arch,
+                            .smem_limit = tile_arch_smem_limit(arch)};
     const int32_t pick = best_variant(tile_registry, tile_registry_count, &p);
     if (d->rule == TILE_RULE_HEURISTIC) assert_int_equal(pick, d->variant);
     return pick;
@@ -750,9 +756,6 @@ static void test_attention_mismatch(void **state) {
     assert_non_null(strstr(tile_last_error(), "k_seq_stride 260"));
 }
 
-/* A varlen call never gets a variant that copies by tensor maps (it cannot stop at a
- * sequence's end): where the same dense call picks one (a tuned entry at 32768 query rows on
- * sm_90), explain (as dispatch) passes such entries over. */
 /* Lean twins: each names a lean variant of its own op, dtype, width and program size;
  * dispatch takes the twin for a call it can run (rows of exactly its width, no bias, residual
  * or s) and keeps the general variant otherwise. */
@@ -771,14 +774,16 @@ static void test_lean_twins(void **state) {
         assert_in_range(v->lean_twin, 0, tile_registry_count - 1);
         const tile_variant *t = &tile_registry[v->lean_twin];
         assert_true(t->lean && !v->lean);
+        assert_int_equal(tile_variant_param(t, "BLOCK_N"), t->max_cols); /* one tile a row */
+        assert_int_equal(t->cluster, 1);
         assert_string_equal(t->op, v->op);
         assert_int_equal(t->dtype, v->dtype);
         assert_int_equal(t->max_cols, v->max_cols);
         assert_int_equal(t->threads, v->threads);
         assert_int_equal(t->align_bytes, v->align_bytes);
 
-        tile_problem p = {v->op, v->dtype, 1000, v->max_cols, 16, 90, 0,
-                          tile_arch_smem_limit(90), 0, 0, 0, NULL};
+        tile_problem p = {.op = v->op, .dtype = v->dtype, .rows = 1000, .cols = v->max_cols,
+                          .align = 16, .arch = 90, .smem_limit = tile_arch_smem_limit(90)};
         const char *why = "unset";
         assert_true(tile_variant_eligible(t, &p, &why));
         p.optional_inputs = 1; /* a bias, residual or s */
@@ -802,8 +807,9 @@ static void test_lean_twins(void **state) {
         print_error("8192x8192 chose %s: %s\n", lean->name, d.reason);
         fail();
     }
-    tile_problem p = {"norm", TILE_DTYPE_BF16, 8192, 8192, 16, 90, 0, tile_arch_smem_limit(90),
-                      0, 1, 0, NULL};
+    tile_problem p = {.op = "norm", .dtype = TILE_DTYPE_BF16, .rows = 8192, .cols = 8192,
+                      .align = 16, .arch = 90, .smem_limit = tile_arch_smem_limit(90),
+                      .optional_inputs = 1};
     tile_decision with_residual = new_decision();
     assert_int_equal(tile_dispatch(&p, &with_residual), TILE_STATUS_SUCCESS);
     assert_int_equal(tile_registry[with_residual.variant].lean_twin, d.variant);
@@ -814,6 +820,9 @@ static void test_lean_twins(void **state) {
     assert_false(tile_registry[narrower.variant].lean);
 }
 
+/* A varlen call never gets a variant that copies by tensor maps (it cannot stop at a
+ * sequence's end): where the same dense call picks one (a tuned entry at 32768 query rows on
+ * sm_90), explain (as dispatch) passes such entries over. */
 static void test_attention_varlen_avoids_tensor_maps(void **state) {
     (void)state;
     static _Alignas(256) int32_t cu[3];
@@ -935,8 +944,10 @@ static void test_grouped_matmul_heuristic(void **state) {
     };
     for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
         for (int32_t arch = 80; arch <= 100; arch += 10) {
-            tile_problem p = {"grouped_matmul", TILE_DTYPE_BF16, shapes_[s].rows,
-                              shapes_[s].cols, 16, arch, 132, tile_arch_smem_limit(arch), 0, 0, 0, NULL};
+            tile_problem p = {.op = "grouped_matmul", .dtype = TILE_DTYPE_BF16,
+                              .rows = shapes_[s].rows, .cols = shapes_[s].cols, .align = 16,
+                              .arch = arch, .sm_count = 132,
+                              .smem_limit = tile_arch_smem_limit(arch)};
             const int hopper = arch == 90, large = shapes_[s].large;
             const int want = hopper ? (large ? WGMMA_LARGE : WGMMA_SMALL)
                                     : (large ? MMA_LARGE : MMA_SMALL);
@@ -1007,8 +1018,9 @@ static void test_grouped_matmul_registry(void **state) {
                 assert_true(arch_holds(&v, arch));
                 if (d.rule != TILE_RULE_HEURISTIC) continue;
                 const int64_t rows = cases[c].rows > 1 ? cases[c].rows : 1;
-                tile_problem p = {"grouped_matmul", dts[t], rows, cases[c].n, align, arch, 0,
-                                  tile_arch_smem_limit(arch), 0, 0, 0, NULL};
+                tile_problem p = {.op = "grouped_matmul", .dtype = dts[t], .rows = rows,
+                                  .cols = cases[c].n, .align = align, .arch = arch,
+                                  .smem_limit = tile_arch_smem_limit(arch)};
                 const double cost = tile_heuristic_cost(&tile_registry[d.variant], &p);
                 int hopper_only = 0;
                 for (int32_t i = 0; i < tile_registry_count; i++) {

@@ -812,6 +812,52 @@ static void write_text(const char *path, const char *text) {
     assert_int_equal(fclose(f), 0);
 }
 
+/* Runs the generator on a grid of lean variants (`family` text after a 3-line head, so the
+ * family is line 5) before softmax.grid and expects it to fail with message at that line of
+ * that grid's own path (the errors found after every grid is expanded name it too). */
+static void expect_lean_error(const char *family, const char *message) {
+    char dir[512], grid[600], tile[600], log[600];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(grid, sizeof grid, "%s/lean.grid", dir);
+    snprintf(tile, sizeof tile, "%s/lean.tile", dir);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    write_text(tile, "TILE_KERNEL(k, (int a))\nTILE_END\n");
+    char text[1024];
+    snprintf(text, sizeof text, "op lean\nsource lean.tile\ndtypes f32\n\n%s", family);
+    write_text(grid, text);
+    const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
+                          grid, "kernels/softmax.grid", NULL};
+    const int r = run_gen(args, log);
+    char *out = slurp(log, NULL);
+    assert_non_null(out);
+    char where[700];
+    snprintf(where, sizeof where, "%s:5: ", grid);
+    if (r == 0 || !strstr(out, where) || !strstr(out, message)) {
+        print_error("expected failure \"%s...%s\", got exit %d: %s\n", where, message, r, out);
+        free(out);
+        fail();
+    }
+    free(out);
+    remove_tree(dir);
+}
+
+/* A lean variant must have a general twin, be one tile wide, and say LEAN in its params. */
+static void test_gen_lean_errors(void **state) {
+    (void)state;
+    expect_lean_error("family l\nkernel k\nparam BLOCK_N 64\nparam LEAN 1\n"
+                      "name {op}_{dtype}_n{BLOCK_N}_lean\nset max_cols = BLOCK_N\n"
+                      "set lean = LEAN\n",
+                      "lean variant lean_f32_n64_lean has no general twin");
+    expect_lean_error("family l\nkernel k\nparam BLOCK_N 64\nparam LEAN 1\n"
+                      "name {op}_{dtype}_n{BLOCK_N}_lean\nset max_cols = 2 * BLOCK_N\n"
+                      "set lean = LEAN\n",
+                      "a lean variant's max_cols must be its BLOCK_N");
+    expect_lean_error("family l\nkernel k\nparam BLOCK_N 64\n"
+                      "name {op}_{dtype}_n{BLOCK_N}_lean\nset max_cols = BLOCK_N\n"
+                      "set lean = 1\n",
+                      "param LEAN and field lean must agree");
+}
+
 #define TSV_HEADER "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n"
 
 /* Runs the generator with one tuned TSV; returns its exit status and its output in *out. */
@@ -960,6 +1006,7 @@ int main(void) {
         cmocka_unit_test(test_error_truncates),
         cmocka_unit_test(test_gen_deterministic),
         cmocka_unit_test(test_gen_arch_guard),
+        cmocka_unit_test(test_gen_lean_errors),
         cmocka_unit_test(test_gen_tuned_tables),
         cmocka_unit_test(test_gen_reports_grid_errors),
     };
