@@ -370,7 +370,7 @@ static int check_variant(const support_gpu *gpu, int32_t index, const tile_varia
  * LayerNorm and RMSNorm of x alone, on rows of exactly its width. */
 static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_variant_info *v,
                               int quick, int *cases) {
-    const int lean = strstr(v->params, "LEAN=1") != NULL;
+    const int lean = support_is_lean(v);
     const int64_t cap = v->max_cols ? v->max_cols : (quick ? 20001 : 70001);
     const int64_t widths[] = {1, 17, cap / 2 + 3 <= cap ? cap / 2 + 3 : cap, cap};
     const int64_t row_counts[] = {1, 3, 97};
@@ -975,7 +975,7 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         if (strcmp(info.op, op_info[op].family) || info.dtype != dtype) continue;
         if (params && !strstr(info.params, params)) continue;
         /* Tables name general variants; dispatch swaps in their lean twins (LEAN=1) itself. */
-        if (strstr(info.params, "LEAN=1")) continue;
+        if (support_is_lean(&info)) continue;
         if (max_align && info.align_bytes > max_align) continue;
         if (!support_variant_runs_here(gpu, &info)) continue;
         if (info.max_cols && cols > info.max_cols) continue;

@@ -134,6 +134,7 @@ typedef struct variant_row {
     int dtype;
     int64_t fields[GRID_FIELD_COUNT];
     char params[512];
+    char twin_key[512];    /* params but MAXREG and LEAN (link_lean_twins) */
     char kernel[GRID_MAX_NAME];
     const char *grid_path; /* where its family is, for errors found after expansion */
     int family_line;
@@ -156,38 +157,16 @@ typedef struct gen_state {
 /* A lean variant (grid field `lean`) is a general variant compiled for rows of exactly
  * max_cols columns and calls without optional inputs: fewer registers a thread. Its general
  * twins are the variants of the same op, dtype, kernel and registry fields with the same grid
- * point but for MAXREG (a register cap, which the lean variant sets itself) and LEAN; dispatch
- * takes the lean variant in their place wherever the call allows. */
-static int twin_param_ignored(const char *token, size_t len) {
-    return (len > 7 && !strncmp(token, "MAXREG=", 7)) || (len > 5 && !strncmp(token, "LEAN=", 5));
-}
-
-/* 1 when every param token of a (but the ignored ones) is one of b's. */
-static int params_within(const char *a, const char *b) {
-    for (const char *t = a; *t;) {
-        const size_t len = strcspn(t, " ");
-        if (!twin_param_ignored(t, len)) {
-            int found = 0;
-            for (const char *u = b; *u && !found;) {
-                const size_t ulen = strcspn(u, " ");
-                found = ulen == len && !strncmp(t, u, len);
-                u += ulen + (u[ulen] == ' ');
-            }
-            if (!found) return 0;
-        }
-        t += len + (t[len] == ' ');
-    }
-    return 1;
-}
-
+ * point (params in the same order) but for MAXREG (a register cap, which the lean variant sets
+ * itself) and LEAN: the same twin_key. Dispatch takes the lean variant in their place wherever
+ * the call allows. */
 static int lean_twins(const variant_row *general, const variant_row *lean) {
     if (general->fields[GRID_FIELD_LEAN] || strcmp(general->op, lean->op) ||
         strcmp(general->kernel, lean->kernel) || general->dtype != lean->dtype)
         return 0;
     for (int f = 0; f < GRID_FIELD_COUNT; f++)
         if (f != GRID_FIELD_LEAN && general->fields[f] != lean->fields[f]) return 0;
-    return params_within(general->params, lean->params) &&
-           params_within(lean->params, general->params);
+    return !strcmp(general->twin_key, lean->twin_key);
 }
 
 /* Links every lean row to its general twins; a lean row without one fails the build. */
@@ -217,12 +196,16 @@ static int64_t param_or(const grid_point *pt, const char *name, int64_t otherwis
     return otherwise;
 }
 
-static void describe_point(const grid_point *pt, char *buf, size_t size) {
+/* "NAME=VALUE ..." of the grid point's params; for_twins: without MAXREG and LEAN, the params
+ * in which a lean variant and its general twins differ. */
+static void describe_point(const grid_point *pt, int for_twins, char *buf, size_t size) {
     buf[0] = '\0';
     size_t used = 0;
     for (int i = 0; i < pt->family->param_count && used < size; i++) {
-        int n = snprintf(buf + used, size - used, "%s%s=%lld", i ? " " : "",
-                         pt->family->params[i].name, (long long)pt->param_values[i]);
+        const char *name = pt->family->params[i].name;
+        if (for_twins && (!strcmp(name, "MAXREG") || !strcmp(name, "LEAN"))) continue;
+        int n = snprintf(buf + used, size - used, "%s%s=%lld", used ? " " : "", name,
+                         (long long)pt->param_values[i]);
         if (n < 0) break;
         used += (size_t)n;
     }
@@ -231,7 +214,7 @@ static void describe_point(const grid_point *pt, char *buf, size_t size) {
 static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reason) {
     gen_state *st = ctx;
     char params[512];
-    describe_point(pt, params, sizeof params);
+    describe_point(pt, 0, params, sizeof params);
     if (pruned_reason) {
         st->pruned++;
         if (st->list_pruned)
@@ -294,6 +277,7 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     row->family_line = pt->family->line;
     row->lean_twin = -1;
     snprintf(row->params, sizeof row->params, "%s", params);
+    describe_point(pt, 1, row->twin_key, sizeof row->twin_key);
     if (st->list) {
         printf("%-44s %s\n", pt->name, params);
         return 0;

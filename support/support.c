@@ -89,6 +89,10 @@ int support_is_persistent(const tile_variant_info *info) {
     return strstr(info->name, "_persistent_") != NULL || strstr(info->name, "_pipe_") != NULL;
 }
 
+int support_is_lean(const tile_variant_info *info) {
+    return strstr(info->params, "LEAN=1") != NULL;
+}
+
 int support_variant_uses_tensor_maps(const tile_variant_info *info) {
     return info->params && strstr(info->params, "WARPGROUPS=3") != NULL;
 }

@@ -59,6 +59,9 @@ int64_t support_cap_rows(int64_t rows, int64_t max_rows);
  * variant's dynamic shared memory only: registers, static shared memory and the driver's
  * reserve can only lower the true figure). */
 int support_is_persistent(const tile_variant_info *info);
+/* Whether the variant is a lean twin (LEAN=1 in its params, which the generator ties to the
+ * registry's `lean`): rows of exactly max_cols columns, no bias, residual or s. */
+int support_is_lean(const tile_variant_info *info);
 /* Whether the variant copies through tensor maps (the warp-specialized families, WARPGROUPS=3
  * in their params, as the library's tile_variant_uses_tensor_maps): fixed lengths only. */
 int support_variant_uses_tensor_maps(const tile_variant_info *info);

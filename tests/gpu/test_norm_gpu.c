@@ -512,11 +512,9 @@ static void compare_witness(int shape, const uint8_t *mask, size_t n, const char
 }
 
 /* Lean variants (LEAN=1) take only rows of exactly max_cols columns and calls without bias,
- * residual or s (lean_takes): check_lean runs them, on shapes of their own. */
-static int is_lean(const variant_entry *v) { return strstr(v->info.params, "LEAN=1") != NULL; }
-static int lean_takes(const norm_config *c) {
-    return (c->flags & NO_S) && !(c->flags & (RES | BIAS | MASK)) && c->p == 0.0f;
-}
+ * residual or s (those of tile_layernorm and tile_rmsnorm): check_lean runs them, on shapes
+ * of their own. */
+static int is_lean(const variant_entry *v) { return support_is_lean(&v->info); }
 
 static int variant_takes(const variant_entry *v, tile_dtype dt, int64_t cols) {
     return v->runs_here && v->info.dtype == dt && !is_lean(v) &&
@@ -624,7 +622,9 @@ static void check_lean(const char *only) {
         const tile_dtype dt = v->info.dtype;
         for (int r = 0; r < (int)(sizeof lean_rows / sizeof *lean_rows); r++)
             for (int ci = 0; ci < NCONFIGS; ci++) {
-                if (!lean_takes(&configs[ci])) continue;
+                if (!call_takes(CALL_LAYERNORM, &configs[ci]) &&
+                    !call_takes(CALL_RMSNORM, &configs[ci]))
+                    continue;
                 problem p;
                 problem_init(&p, dt, lean_rows[r], v->info.max_cols, &configs[ci],
                              7000u + 100u * (uint64_t)r + (uint64_t)ci, 0, 0);
@@ -637,7 +637,7 @@ static void check_lean(const char *only) {
                 if (tile_norm_explain(dt, p.rows, p.cols, p.cols, p.cols, 16, 0, &d) ==
                         TILE_STATUS_SUCCESS &&
                     tile_variant_get(d.variant, &chosen) == TILE_STATUS_SUCCESS &&
-                    strstr(chosen.params, "LEAN=1"))
+                    support_is_lean(&chosen))
                     lean_dispatched++;
                 /* shape 0's mask witness: these configurations draw no mask */
                 v->failed |= run_and_report(&p, im, 0, CALL_VARIANT, v->index, v->info.name);
