@@ -32,6 +32,8 @@ typedef struct tile_device {
     int32_t smem_limit;     /* bytes of shared memory one program may opt in to */
     int32_t *blocks_per_sm; /* per registry entry: resident thread blocks per SM, from the
                              * driver (0: not for this arch) */
+    int32_t dependent_launch; /* 1: launches may overlap the stream's previous grid
+                               * (programmatic dependent launch; see tile_launch_programs) */
 } tile_device;
 tile_status tile_current_device(const tile_device **device);
 

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -86,6 +87,12 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     out->arch = major * 10 + minor;
     out->sm_count = sms;
     out->smem_limit = smem_limit;
+    /* Every kernel's sm_90 image waits for the previous grid before touching memory
+     * (tile::grid_dependency_sync), so on sm_90 a launch may start while that grid finishes;
+     * elsewhere the image that runs (sm_80 SASS, compute_80 PTX) has no such wait.
+     * FUSEDOPS_PDL=0 turns it off (to time a kernel alone, or to rule it out). */
+    const char *pdl = getenv("FUSEDOPS_PDL");
+    out->dependent_launch = major == 9 && !(pdl && strcmp(pdl, "0") == 0);
     if (!out->blocks_per_sm) out->blocks_per_sm = calloc((size_t)tile_registry_count, sizeof(int32_t));
     if (!out->blocks_per_sm) return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
     for (int32_t i = 0; i < tile_registry_count; i++) {
@@ -185,11 +192,20 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: %lld thread blocks exceed the grid limit of %d", v->name,
                          (long long)blocks, INT32_MAX);
-    CUlaunchAttribute cluster_attr;
-    cluster_attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster_attr.value.clusterDim.x = (unsigned)v->cluster;
-    cluster_attr.value.clusterDim.y = 1;
-    cluster_attr.value.clusterDim.z = 1;
+    CUlaunchAttribute attrs[2];
+    unsigned n_attrs = 0;
+    if (v->cluster > 1) {
+        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n_attrs].value.clusterDim.x = (unsigned)v->cluster;
+        attrs[n_attrs].value.clusterDim.y = 1;
+        attrs[n_attrs].value.clusterDim.z = 1;
+        n_attrs++;
+    }
+    if (device->dependent_launch) {
+        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n_attrs].value.programmaticStreamSerializationAllowed = 1;
+        n_attrs++;
+    }
     CUlaunchConfig config = {
         .gridDimX = (unsigned)blocks,
         .gridDimY = 1,
@@ -199,8 +215,8 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
         .blockDimZ = 1,
         .sharedMemBytes = (unsigned)v->smem_bytes,
         .hStream = (CUstream)stream,
-        .attrs = v->cluster > 1 ? &cluster_attr : NULL,
-        .numAttrs = v->cluster > 1 ? 1 : 0,
+        .attrs = n_attrs ? attrs : NULL,
+        .numAttrs = n_attrs,
     };
     /* A CUkernel stands in for a CUfunction (device setup already loaded it into the context). */
     CUresult r = d->cuLaunchKernelEx(&config, (CUfunction)kernels[variant], args, NULL);

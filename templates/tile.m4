@@ -28,6 +28,7 @@ TILE_NEED(<|ARCH_MIN|>)TILE_NEED(<|ARCH_MAX|>)m4_dnl
 m4_ifelse(<|$1|>, KERNEL, <|m4_define(<|TILE_IN_KERNEL|>, 1)m4_dnl
 extern "C" __global__ void __launch_bounds__(THREADS<||>TILE_MIN_PROGRAMS) VARIANT $2 {
 TILE_ARCH_GUARD
+    tile::grid_dependency_sync();
     using T = tile::DTYPE;|>, <|m4_define(<|TILE_IN_KERNEL|>, 0)m4_divert(-1)|>)|>)
 m4_define(<|TILE_END|>, <|m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_ARCH_GUARD_END}|>, <|m4_divert(0)|>)|>)
 # TILE_ARCH_GUARD / TILE_ARCH_GUARD_END: an #if on __CUDA_ARCH__ around the body: code only

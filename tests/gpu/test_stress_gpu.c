@@ -8,6 +8,8 @@
  *    when run alone on the main thread afterwards.
  * 2. Every op is captured once in a CUDA graph and the graph replayed 100 times; the outputs
  *    must equal the eager call's bit for bit.
+ * 3. Two ops back to back with no sync between them, eagerly and in a graph (check_chains: the
+ *    wait behind programmatic dependent launch).
  *
  * The ops: softmax, log_softmax (bf16), layernorm (f32, weight and bias, statistics), rmsnorm
  * (f16, weight), residual_dropout (bf16, bias, p = 0.1, mask), residual_dropout_norm (bf16,
@@ -359,6 +361,95 @@ static int check_graphs(void) {
     return failures;
 }
 
+/* ---------------------------------------------------------------- 3. chains */
+
+/* Two ops back to back on one stream, no host sync between them. On sm_90 a launch may start
+ * while the grid before it finishes (programmatic dependent launch), so every kernel must wait
+ * for that grid before it touches memory. The first op, a softmax of 4 rows of 2^20 bf16
+ * columns, runs a few programs a row that write their output only after a pass over the whole
+ * row; the second, a log-softmax, reads that output as 4096 rows of 1024 columns. All of the
+ * first op's programs start at once, so the second's may start launching right away: without
+ * the wait it would read y's poison (NaN). The chain runs eagerly and as a captured graph
+ * (programmatic edges there), each compared bit for bit with the two ops split by a host sync.
+ * Checked to fail: with the wait compiled out of the kernels (perf-notes P1). */
+enum { CHAIN_ROWS = 4, CHAIN_COLS = 1 << 20, CHAIN_COLS2 = 1024, CHAIN_ROUNDS = 20 };
+
+static tile_status chain(CUdeviceptr z, CUdeviceptr y, CUdeviceptr x, CUstream stream, int sync) {
+    const tile_dtype dt = TILE_DTYPE_BF16;
+    const size_t n = (size_t)CHAIN_ROWS * CHAIN_COLS;
+    const int64_t rows2 = (int64_t)(n / CHAIN_COLS2);
+    const tile_stream st = (tile_stream)stream;
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(y, 0xff, 2 * n, stream)); /* bf16 NaN */
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(z, 0xff, 2 * n, stream));
+    tile_status s = tile_softmax(dt, P(y), P(x), CHAIN_ROWS, CHAIN_COLS, CHAIN_COLS, CHAIN_COLS, st);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    if (sync) SUPPORT_CHECK(&gpu, gpu.drv->cuStreamSynchronize(stream));
+    return tile_log_softmax(dt, P(z), P(y), rows2, CHAIN_COLS2, CHAIN_COLS2, CHAIN_COLS2, st);
+}
+
+static int check_chains(void) {
+    const tile_driver *d = gpu.drv;
+    const size_t n = (size_t)CHAIN_ROWS * CHAIN_COLS, bytes = n * 2;
+    CUstream stream;
+    SUPPORT_CHECK(&gpu, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    const CUdeviceptr x = upload_random(TILE_DTYPE_BF16, n, 4242, -8.0f, 8.0f);
+    CUdeviceptr y, z;
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&y, bytes));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&z, bytes));
+    unsigned char *want = support_xmalloc(bytes), *got = support_xmalloc(bytes);
+    int failures = 0;
+    if (chain(z, y, x, stream, 1) != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "FAIL chain, synced: %s\n", tile_last_error());
+        failures++;
+        goto done;
+    }
+    SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream)); /* (a non-blocking stream: the copy */
+    SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(want, z, bytes)); /* would not wait for it) */
+    for (int r = 0; r < CHAIN_ROUNDS; r++) {
+        if (chain(z, y, x, stream, 0) != TILE_STATUS_SUCCESS) {
+            fprintf(stderr, "FAIL chain round %d: %s\n", r, tile_last_error());
+            failures++;
+            goto done;
+        }
+        SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream));
+        SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(got, z, bytes));
+        if (memcmp(got, want, bytes)) {
+            fprintf(stderr, "FAIL chain round %d: differs from the synced chain\n", r);
+            failures++;
+            goto done;
+        }
+    }
+    CUgraph graph;
+    CUgraphExec exec;
+    SUPPORT_CHECK(&gpu, d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    const tile_status s = chain(z, y, x, stream, 0);
+    SUPPORT_CHECK(&gpu, d->cuStreamEndCapture(stream, &graph));
+    if (s != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "FAIL chain capture: %s\n", tile_last_error());
+        failures++;
+    } else {
+        SUPPORT_CHECK(&gpu, d->cuGraphInstantiate(&exec, graph, 0));
+        for (int r = 0; r < CHAIN_ROUNDS && !failures; r++) {
+            SUPPORT_CHECK(&gpu, d->cuGraphLaunch(exec, stream));
+            SUPPORT_CHECK(&gpu, d->cuStreamSynchronize(stream));
+            SUPPORT_CHECK(&gpu, d->cuMemcpyDtoH(got, z, bytes));
+            if (memcmp(got, want, bytes)) {
+                fprintf(stderr, "FAIL chain graph replay %d: differs from the synced chain\n", r);
+                failures++;
+            }
+        }
+        SUPPORT_CHECK(&gpu, d->cuGraphExecDestroy(exec));
+    }
+    SUPPORT_CHECK(&gpu, d->cuGraphDestroy(graph));
+done:
+    free(want);
+    free(got);
+    const CUdeviceptr all[] = {x, y, z};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(all[i]));
+    SUPPORT_CHECK(&gpu, d->cuStreamDestroy(stream));
+    return failures;
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *why = "unknown reason";
@@ -381,7 +472,10 @@ int main(void) {
     printf("%-60s %s\n", what[0], threads ? "FAIL" : "ok");
     const int graphs = check_graphs();
     printf("%-60s %s\n", what[1], graphs ? "FAIL" : "ok");
-    printf("%d passed, %d failed\n", (threads == 0) + (graphs == 0), (threads != 0) + (graphs != 0));
+    const int chains = check_chains();
+    printf("%-60s %s\n", "2 ops back to back, eager and graph, x 20", chains ? "FAIL" : "ok");
+    const int failed = (threads != 0) + (graphs != 0) + (chains != 0);
+    printf("%d passed, %d failed\n", 3 - failed, failed);
     support_gpu_close(&gpu);
-    return threads || graphs ? 1 : 0;
+    return failed ? 1 : 0;
 }
