@@ -577,9 +577,9 @@ static size_t pool_bytes_for(size_t bytes, int *copies, size_t *stride) {
     return (size_t)c * *stride;
 }
 
-/* A pool for every tensor of B <= 2^26 elements (tune's grids and held-out shapes): the
- * copies of pool_bytes_for are ceil(256 MiB / B) (at least 2) strides of B rounded up to 256
- * bytes, so under 256 MiB + B + 64 x 256 bytes. */
+/* A pool for every tensor of B <= 2^26 elements (most of tune's grid; a larger tensor gets
+ * its own, buffers_alloc): the copies of pool_bytes_for are ceil(256 MiB / B) (at least 2)
+ * strides of B rounded up to 256 bytes, so under 256 MiB + B + 64 x 256 bytes. */
 static random_pool random_pool_make(const support_gpu *gpu, tile_dtype dtype) {
     const size_t elem = support_dtype_size(dtype);
     random_pool p = {0, ((size_t)256 << 20) + ((size_t)1 << 26) * elem + 64 * 256, dtype};
@@ -995,7 +995,7 @@ typedef struct tune_run {
     int within, total; /* --verify: problems within 5% of the fastest, problems measured */
     int within_search; /* --verify: the same against the search's own time of the fastest */
     FILE *times;       /* --times: every timed variant's median, a line each (or NULL) */
-    const int64_t (*shapes)[2]; /* --shapes: held-out shapes instead of the built-in ones */
+    const int64_t (*shapes)[2]; /* --shapes: instead of the grid, or of the held-out shapes */
     int nshapes;
 } tune_run;
 
@@ -1155,7 +1155,7 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
     enum { MAX_SHAPES = 512 };
     int64_t shapes[MAX_SHAPES][2];
     int nshapes = 0;
-    if (r->verify) {
+    if (r->verify || r->nshapes) {
         const int64_t(*list)[2] = r->nshapes ? r->shapes : verify_shapes;
         const int count = r->nshapes ? r->nshapes : (int)(sizeof verify_shapes / sizeof *verify_shapes);
         for (int i = 0; i < count && nshapes < MAX_SHAPES; i++)
@@ -1165,8 +1165,8 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
         const int ncols = rowwise_grid_cols(cols);
         for (size_t i = 0; i < sizeof tune_rows / sizeof *tune_rows; i++)
             for (int j = 0; j < ncols && nshapes < MAX_SHAPES; j++) {
-                /* at most 2^26 elements: keeps it short */
-                if (tune_rows[i] * cols[j] > ((int64_t)1 << 26) ||
+                /* at most 2^27 elements (32768 x 4096, 1024 x 131072): keeps it short */
+                if (tune_rows[i] * cols[j] > ((int64_t)1 << 27) ||
                     !in_range(range, tune_rows[i], cols[j]))
                     continue;
                 shapes[nshapes][0] = tune_rows[i];
@@ -1425,13 +1425,14 @@ static int cmd_tune(int argc, char **argv) {
     const cli_op op = tuned_ops[which].op;
     if (o.dtype >= 0 && !has_variants(family, o.dtype))
         return usage("tune: the op has no variant of that --dtype (see fusedops list)");
-    /* --shapes ROWSxCOLS[,ROWSxCOLS...]: the held-out check on the caller's shapes */
+    /* --shapes ROWSxCOLS[,ROWSxCOLS...]: the caller's shapes in place of the grid (tune) or of
+     * the held-out ones (--verify) */
     enum { MAX_USER_SHAPES = 256 };
     static int64_t user_shapes[MAX_USER_SHAPES][2];
     int nuser = 0;
     if (shapes_arg) {
-        if (!verify || op == OP_ATTENTION || op == OP_GROUPED_MATMUL)
-            return usage("tune: --shapes goes with --verify, for softmax and norm");
+        if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL)
+            return usage("tune: --shapes is for softmax and norm");
         for (const char *c = shapes_arg; *c;) {
             long long rows, cols;
             int used = 0;
