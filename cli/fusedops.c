@@ -1138,7 +1138,7 @@ static int in_range(const tune_range *g, int64_t rows, int64_t cols) {
 
 /* softmax and norm: dense rows x cols, x rotated (buffers_alloc) over copies cut from one
  * random pool per dtype. Tuned on the grid (rows tune_rows, cols rowwise_grid_cols),
- * verified on shapes between its points (held out). */
+ * verified on shapes between its points (held out); --shapes replaces either list. */
 static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
                          const tune_range *range) {
     /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
@@ -1437,8 +1437,10 @@ static int cmd_tune(int argc, char **argv) {
             long long rows, cols;
             int used = 0;
             if (nuser == MAX_USER_SHAPES || sscanf(c, "%lldx%lld%n", &rows, &cols, &used) != 2 ||
-                rows < 1 || cols < 1 || (c[used] != ',' && c[used] != '\0'))
-                return usage("tune: --shapes takes up to 256 ROWSxCOLS, comma-separated");
+                rows < 1 || cols < 1 || rows > ((long long)1 << 31) / cols ||
+                (c[used] != ',' && c[used] != '\0'))
+                return usage("tune: --shapes takes up to 256 ROWSxCOLS, comma-separated, "
+                             "each of at most 2^31 elements");
             user_shapes[nuser][0] = rows;
             user_shapes[nuser++][1] = cols;
             c += used + (c[used] == ',');

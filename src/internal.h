@@ -33,7 +33,8 @@ typedef struct tile_device {
     int32_t *blocks_per_sm; /* per registry entry: resident thread blocks per SM, from the
                              * driver (0: not for this arch) */
     int32_t dependent_launch; /* 1: launches may overlap the stream's previous grid
-                               * (programmatic dependent launch; see tile_launch_programs) */
+                               * (programmatic dependent launch): every kernel set up here
+                               * loaded an image that waits for it (device_setup) */
 } tile_device;
 tile_status tile_current_device(const tile_device **device);
 

@@ -87,12 +87,18 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     out->arch = major * 10 + minor;
     out->sm_count = sms;
     out->smem_limit = smem_limit;
-    /* Every kernel's sm_90 image waits for the previous grid before touching memory
-     * (tile::grid_dependency_sync), so on sm_90 a launch may start while that grid finishes;
-     * elsewhere the image that runs (sm_80 SASS, compute_80 PTX) has no such wait.
+    /* Programmatic dependent launch (a launch may start while the grid ahead of it in the
+     * stream finishes) is safe only if every kernel that can run here waits for that grid
+     * first (tile::grid_dependency_sync): images built for compute_90 and up do, the sm_80
+     * SASS and compute_80 PTX do not. So it is allowed only where every kernel set up below
+     * loaded such an image (its PTX version, from the driver: the image that really runs,
+     * whatever targets the build chose), on drivers that capture it into graphs (CUDA 12.3).
      * FUSEDOPS_PDL=0 turns it off (to time a kernel alone, or to rule it out). */
     const char *pdl = getenv("FUSEDOPS_PDL");
-    out->dependent_launch = major == 9 && !(pdl && strcmp(pdl, "0") == 0);
+    int driver_version = 0;
+    int dependent_launch = d->cuDriverGetVersion(&driver_version) == CUDA_SUCCESS &&
+                           driver_version >= 12030 && !(pdl && strcmp(pdl, "0") == 0);
+    out->dependent_launch = 0;
     if (!out->blocks_per_sm) out->blocks_per_sm = calloc((size_t)tile_registry_count, sizeof(int32_t));
     if (!out->blocks_per_sm) return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
     for (int32_t i = 0; i < tile_registry_count; i++) {
@@ -109,6 +115,11 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
         if (r != CUDA_SUCCESS)
             return tile_fail(TILE_STATUS_CUDA_ERROR, "cuKernelGetFunction(%s) failed with %s",
                              v->name, tile_driver_error_name(r));
+        int ptx_version = 0; /* 10 * major + minor; a failed query counts as no wait */
+        if (d->cuKernelGetAttribute(&ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION, kernels[i],
+                                    ordinal) != CUDA_SUCCESS ||
+            ptx_version < 90)
+            dependent_launch = 0;
         /* Opt in to the variant's dynamic shared memory (before the occupancy query, which
          * depends on it): without it a block gets 48 KiB in all, static shared memory
          * included, so 48 KiB of dynamic memory beside a kernel's own reduction buffers
@@ -136,6 +147,7 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
                              out->arch);
         out->blocks_per_sm[i] = blocks;
     }
+    out->dependent_launch = dependent_launch;
     return TILE_STATUS_SUCCESS;
 }
 

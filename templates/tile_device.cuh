@@ -22,11 +22,12 @@
 
 namespace tile {
 
-// Programmatic dependent launch (sm_90 SASS; the host sets the launch attribute only where that
-// image runs): wait until the grid before this one in the stream has finished and its writes
-// are visible, before this program touches global memory (it may read what that grid wrote, or
-// overwrite what it reads); then let the next grid start launching, so its programs' launch
-// overlaps this grid's last wave instead of following it. Without the attribute, both are no-ops.
+// Programmatic dependent launch (images for compute_90 and up; the loader sets the launch
+// attribute only where every kernel loaded such an image): wait until the grid before this one
+// in the stream has finished and its writes are visible, before this program touches global
+// memory (it may read what that grid wrote, or overwrite what it reads); then let the next grid
+// start launching, so its programs' launch overlaps this grid's last wave instead of following
+// it. Without the attribute, both are no-ops.
 __device__ __forceinline__ void grid_dependency_sync() {
 #if TILE_HAS_SM90
     asm volatile("griddepcontrol.wait;" ::: "memory");

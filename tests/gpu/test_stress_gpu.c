@@ -371,7 +371,8 @@ static int check_graphs(void) {
  * first op's programs start at once, so the second's may start launching right away: without
  * the wait it would read y's poison (NaN). The chain runs eagerly and as a captured graph
  * (programmatic edges there), each compared bit for bit with the two ops split by a host sync.
- * Checked to fail: with the wait compiled out of the kernels (perf-notes P1). */
+ * Checked to fail: with the wait compiled out of the kernels and the early launch of the next
+ * grid kept (perf-notes P1). 20 rounds whatever FUSEDOPS_STRESS_ITERATIONS says. */
 enum { CHAIN_ROWS = 4, CHAIN_COLS = 1 << 20, CHAIN_COLS2 = 1024, CHAIN_ROUNDS = 20 };
 
 static tile_status chain(CUdeviceptr z, CUdeviceptr y, CUdeviceptr x, CUstream stream, int sync) {
@@ -423,9 +424,10 @@ static int check_chains(void) {
     CUgraphExec exec;
     SUPPORT_CHECK(&gpu, d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
     const tile_status s = chain(z, y, x, stream, 0);
+    if (s != TILE_STATUS_SUCCESS) /* said now: a failed launch may fail the capture's end too */
+        fprintf(stderr, "FAIL chain capture: %s\n", tile_last_error());
     SUPPORT_CHECK(&gpu, d->cuStreamEndCapture(stream, &graph));
     if (s != TILE_STATUS_SUCCESS) {
-        fprintf(stderr, "FAIL chain capture: %s\n", tile_last_error());
         failures++;
     } else {
         SUPPORT_CHECK(&gpu, d->cuGraphInstantiate(&exec, graph, 0));
