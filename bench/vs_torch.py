@@ -1621,11 +1621,15 @@ def main():
                   "after a sleep kernel that lets the host enqueue the batch; inputs rotated "
                   "over copies >= max(256 MiB, 3 x L2)",
         "peer_outputs": args.peer_outputs,  # rotate: every provider writes fresh outputs
+        # ours only: on sm_90 back-to-back launches overlap unless FUSEDOPS_PDL=0 (docs/api.md)
+        "fusedops_pdl": os.environ.get("FUSEDOPS_PDL", ""),
     }
     log(f"{device} (sm_{props.major}{props.minor}, {props.multi_processor_count} SMs, "
         f"L2 {l2_bytes >> 20} MiB), torch {torch.__version__}, triton {info['triton']}, "
         f"libfusedops {lib.version()}")
     log(f"device-to-device copy: {ceiling:.0f} GB/s (read + written)")
+    if os.environ.get("FUSEDOPS_PDL") == "0":
+        log("FUSEDOPS_PDL=0: our launches do not overlap the previous one (as the peers')")
 
     def save():  # after every case, so a run cut short still leaves what it measured
         info["elapsed_s"] = round(time.perf_counter() - t_start, 1)
