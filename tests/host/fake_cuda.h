@@ -1,0 +1,40 @@
+/* fake_cuda (fake_cuda.c): a stand-in CUDA driver, loaded by the library through
+ * FUSEDOPS_LIBCUDA, that plays one GPU and records each cuLaunchKernelEx instead of running it.
+ * What the library's tests may rely on, with no cuda.h needed to read it. */
+#ifndef FUSEDOPS_TEST_FAKE_CUDA_H
+#define FUSEDOPS_TEST_FAKE_CUDA_H
+
+/* The GPU it plays (the environment picks the rest, fake_cuda.c):
+ *   FAKE_CUDA_CC      compute capability as 10*major+minor (default 90)
+ *   FAKE_CUDA_DRIVER  what cuDriverGetVersion answers (default 13000)
+ *   FAKE_CUDA_PTX     every kernel's CU_FUNC_ATTRIBUTE_PTX_VERSION (default: the compute
+ *                     capability, as if every kernel had SASS for it); "fail": the query fails */
+#define FAKE_CUDA_SM_COUNT 132
+#define FAKE_CUDA_SMEM_OPTIN (227 * 1024) /* bytes one thread block may opt in to */
+
+/* Resident thread blocks per SM it reports for `threads` threads a block: the thread limit
+ * of an H100 SM (2048, at most 32 blocks), shared memory aside. */
+static inline int fake_cuda_blocks_per_sm(int threads) {
+    int blocks = threads > 0 ? 2048 / threads : 1;
+    return blocks < 1 ? 1 : blocks > 32 ? 32 : blocks;
+}
+
+/* The launches so far and the last one, as cuLaunchKernelEx received it. */
+typedef struct fake_cuda_launch {
+    int count;            /* cuLaunchKernelEx calls so far */
+    const char *kernel;   /* the name the library looked the kernel up by (cuLibraryGetKernel) */
+    unsigned grid[3], block[3];
+    unsigned shared_bytes;
+    const void *stream;
+    unsigned num_attrs;
+    int pdl;              /* -1: no CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, else
+                           * its programmaticStreamSerializationAllowed */
+    unsigned cluster[3];  /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, all 0 when absent */
+} fake_cuda_launch;
+
+/* Exported by the fake: copies the record into *out. Look it up with dlsym on the library's
+ * handle (dlopen of the same path with RTLD_NOLOAD). */
+typedef void fake_cuda_last_launch_fn(fake_cuda_launch *out);
+#define FAKE_CUDA_LAST_LAUNCH "fake_cuda_last_launch"
+
+#endif
