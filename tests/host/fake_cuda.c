@@ -2,9 +2,12 @@
  * through FUSEDOPS_LIBCUDA in place of libcuda.so.1. It defines every entry point the loader
  * resolves (TILE_DRIVER_FUNCTIONS, src/cuda_driver.h) and plays one GPU with a current context:
  * enough for a call to pass device setup, dispatch and launch. cuLaunchKernelEx runs nothing;
- * it records what it was given. Memory, streams, graphs, events and tensor maps answer
- * CUDA_ERROR_NOT_SUPPORTED: no softmax call reaches them (nothing is read or written on the
- * "device"), and a test that needs them should fail loudly rather than pass on a pretence.
+ * it records what it was given. cuTensorMapEncodeTiled (the warp-specialized attention and
+ * grouped matmul variants encode maps on the host before their launch) checks its arguments
+ * against the driver's documented limits, zeroes the map and counts it (fake_cuda.h). Memory,
+ * streams, graphs and events answer CUDA_ERROR_NOT_SUPPORTED: no call of the tests reaches
+ * them (nothing is read or written on the "device"), and a test that needs them should fail
+ * loudly rather than pass on a pretence.
  *
  * cuda.h maps some names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2, cuGraphInstantiate
  * -> cuGraphInstantiateWithFlags); defining the plain names under it gives the symbols the
@@ -201,6 +204,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         .stream = config->hStream,
         .num_attrs = config->numAttrs,
         .pdl = -1,
+        .tensor_maps = last.tensor_maps,
     };
     for (unsigned i = 0; i < config->numAttrs; i++) {
         const CUlaunchAttribute *a = &config->attrs[i];
@@ -213,6 +217,42 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         }
     }
     last = l;
+    return CUDA_SUCCESS;
+}
+
+/* A tensor map within the documented limits (fake_cuda.h) is zeroed and counted; the fake
+ * never reads it. */
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                        void *address, const cuuint64_t *dims,
+                                        const cuuint64_t *strides, const cuuint32_t *box,
+                                        const cuuint32_t *element_strides,
+                                        CUtensorMapInterleave interleave,
+                                        CUtensorMapSwizzle swizzle,
+                                        CUtensorMapL2promotion l2_promotion,
+                                        CUtensorMapFloatOOBfill oob_fill) {
+    (void)l2_promotion, (void)oob_fill;
+    unsigned elem;
+    switch (type) {
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: elem = 2; break;
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32: elem = 4; break;
+    default: return CUDA_ERROR_NOT_SUPPORTED; /* one the library does not encode today */
+    }
+    if (!map || !dims || !box || !element_strides || (rank > 1 && !strides) || rank < 1 ||
+        rank > 5 || !address || (uintptr_t)address % 16 ||
+        interleave != CU_TENSOR_MAP_INTERLEAVE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        if (dims[i] < 1 || dims[i] > ((cuuint64_t)1 << 32) || box[i] < 1 || box[i] > 256 ||
+            element_strides[i] < 1 || element_strides[i] > 8)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (i && (strides[i - 1] % 16 || strides[i - 1] >= ((cuuint64_t)1 << 40)))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (box[0] * elem % 16 || (swizzle == CU_TENSOR_MAP_SWIZZLE_128B && box[0] * elem > 128))
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(map, 0, sizeof *map);
+    last.tensor_maps++;
     return CUDA_SUCCESS;
 }
 
@@ -265,13 +305,3 @@ CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 CUresult CUDAAPI cuEventDestroy(CUevent event) { return CUDA_ERROR_NOT_SUPPORTED; }
-CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
-                                        void *address, const cuuint64_t *dims,
-                                        const cuuint64_t *strides, const cuuint32_t *box,
-                                        const cuuint32_t *element_strides,
-                                        CUtensorMapInterleave interleave,
-                                        CUtensorMapSwizzle swizzle,
-                                        CUtensorMapL2promotion l2_promotion,
-                                        CUtensorMapFloatOOBfill oob_fill) {
-    return CUDA_ERROR_NOT_SUPPORTED;
-}

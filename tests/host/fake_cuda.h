@@ -19,7 +19,12 @@ static inline int fake_cuda_blocks_per_sm(int threads) {
     return blocks < 1 ? 1 : blocks > 32 ? 32 : blocks;
 }
 
-/* The launches so far and the last one, as cuLaunchKernelEx received it. */
+/* The launches so far and the last one, as cuLaunchKernelEx received it, and the tensor maps
+ * encoded so far. cuTensorMapEncodeTiled succeeds (zeroing the map) for arguments within the
+ * driver's documented limits (rank 1 to 5, a 16-byte aligned address, dims 1 to 2^32, strides
+ * multiples of 16 bytes below 2^40, boxes of 1 to 256 with a first dimension of whole 16-byte
+ * units and, 128-byte swizzled, at most 128 bytes, element strides 1 to 8) and fails with
+ * CUDA_ERROR_INVALID_VALUE otherwise. */
 typedef struct fake_cuda_launch {
     int count;            /* cuLaunchKernelEx calls so far */
     const char *kernel;   /* the name the library looked the kernel up by (cuLibraryGetKernel) */
@@ -30,6 +35,8 @@ typedef struct fake_cuda_launch {
     int pdl;              /* -1: no CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, else
                            * its programmaticStreamSerializationAllowed */
     unsigned cluster[3];  /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, all 0 when absent */
+    int tensor_maps;      /* cuTensorMapEncodeTiled calls so far that succeeded (a running
+                           * count, as `count`; kept up to date between launches too) */
 } fake_cuda_launch;
 
 /* Exported by the fake: copies the record into *out. Look it up with dlsym on the library's

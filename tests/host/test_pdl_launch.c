@@ -1,11 +1,15 @@
-/* Programmatic dependent launch (PDL): the loader decides once per device whether launches may
- * overlap the grid ahead of them in the stream (src/loader.c, device_setup: a driver of CUDA
- * 12.3 or newer, FUSEDOPS_PDL not "0", every kernel set up loaded an image of PTX 9.0 or
- * newer, a failed query counting as not), and tile_launch_programs then gives every launch
+/* Programmatic dependent launch (PDL) and the launch of every variant: the loader decides once
+ * per device whether launches may overlap the grid ahead of them in the stream
+ * (src/loader.c, device_setup: a driver of CUDA 12.3 or newer, FUSEDOPS_PDL not "0", every
+ * kernel set up loaded an image of PTX 9.0 or newer, a failed query counting as not), and
+ * tile_launch_programs then gives every launch
  * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, beside a cluster variant's
  * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION. Here the library loads fake_cuda (FUSEDOPS_LIBCUDA),
  * a stand-in driver that plays one GPU and records each launch instead of running it, and the
- * test reads what cuLaunchKernelEx was given.
+ * test reads what cuLaunchKernelEx was given: for the dispatched calls of every op, and for
+ * every variant of every op and dtype forced through its *_variant entry point (softmax, norm,
+ * attention, grouped matmul). One helper, check_launch, holds a recorded launch against the
+ * variant's public description (tile_variant_info and its params) and the scenario.
  *
  * Device setup happens once per process, so each scenario is a run of its own
  * (tests/CMakeLists.txt): the environment sets the GPU the fake plays (FAKE_CUDA_CC,
@@ -26,15 +30,23 @@
 #include "fusedops.h"
 
 #define ROWS 4096
-#define COLS 4096
-/* Stand-in device addresses, 256-byte aligned as cuMemAlloc's, and a stream: never
- * dereferenced (the fake runs nothing), only passed through. */
-#define Y_ADDR ((void *)(uintptr_t)0x7f0000000000u)
-#define X_ADDR ((const void *)(uintptr_t)0x7f0010000000u)
+#define COLS 4096 /* softmax and norm rows, for variants of any width (max_cols 0) */
+
+/* Stand-in device addresses, one per operand, 256-byte aligned as cuMemAlloc's and 64 GiB
+ * apart (the largest operand here, 4096 f32 rows of a softmax at twice the widest variant's
+ * 262144 columns, is 8 GiB), and a stream: never dereferenced (the fake runs nothing), only
+ * passed through. */
+#define DEV(slot) ((void *)(uintptr_t)(0x7e0000000000ull + (uint64_t)(slot) * 0x1000000000ull))
+enum { Y, X, S, RESIDUAL, BIAS, WEIGHT, NORM_BIAS, MASK, MEAN, RSTD, Q, K, V, O, LSE, A, B, C,
+       OFFSETS };
 #define STREAM ((tile_stream)(uintptr_t)0x5000u)
+
+static const tile_dtype dtypes[] = {TILE_DTYPE_F32, TILE_DTYPE_F16, TILE_DTYPE_BF16};
+#define DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
 static int expect_pdl = 1;
 static int32_t arch;
+static int clamped; /* launches checked so far whose grid was clamped to the resident count */
 static void *fake;
 static fake_cuda_last_launch_fn *last_launch;
 
@@ -52,42 +64,444 @@ static void assert_status(tile_status got, tile_status want) {
     }
 }
 
-#define EXPECT(cond)                                                                      \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            print_error("%s launched as %s, grid %u block %u smem %u, %u attrs, pdl %d, " \
-                        "cluster %u: expected %s\n",                                      \
-                        info->name, l->kernel, l->grid[0], l->block[0], l->shared_bytes,  \
-                        l->num_attrs, l->pdl, l->cluster[0], #cond);                      \
-            fail();                                                                       \
-        }                                                                                 \
+/* The positive integer value of `key` in a variant's params ("ROWS=1 BLOCK_N=8192 ..."; the
+ * keys each op's grid points define: docs/tile-language.md), or 0 when absent. */
+static int64_t param(const tile_variant_info *v, const char *key) {
+    const size_t len = strlen(key);
+    for (const char *p = v->params; p && *p; p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL)
+        if (!strncmp(p, key, len) && p[len] == '=') return atoll(p + len + 1);
+    return 0;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Whether the device the fake plays can run v at all: its arch range and shared memory. */
+static int runs_here(const tile_variant_info *v) {
+    return arch >= v->arch_min && (!v->arch_max || arch <= v->arch_max) &&
+           v->smem_bytes <= FAKE_CUDA_SMEM_OPTIN;
+}
+
+/* How the grid follows from the programs a call asks for (the op's documented count:
+ * docs/api.md). The public API does not say which variants are persistent, so where one may
+ * be, either count passes. */
+typedef enum grid_rule {
+    GRID_ALL,     /* one program per unit of work (a causal attention call: docs/api.md) */
+    GRID_ANY_CAP, /* that, or SMs x resident where fewer (a persistent variant) */
+    GRID_CAPPED,  /* min(that, SMs x resident): persistent (every grouped matmul variant) */
+} grid_rule;
+
+#define EXPECT(cond)                                                                       \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            print_error("%s, %s: launched as %s, grid %u block %u smem %u, %u attrs, pdl %d, " \
+                        "cluster %u, %d tensor maps: expected %s\n",                       \
+                        info->name, what, l->kernel ? l->kernel : "(nothing)", l->grid[0], \
+                        l->block[0], l->shared_bytes, l->num_attrs, l->pdl, l->cluster[0], \
+                        l->tensor_maps - before->tensor_maps, #cond);                      \
+            fail();                                                                        \
+        }                                                                                  \
     } while (0)
 
-/* The launch just recorded is variant `info` over ROWS rows, on STREAM, with the PDL attribute
- * as the scenario expects and the cluster attribute exactly where the variant has clusters. */
-static void check_launch(const fake_cuda_launch *l, const tile_variant_info *info) {
+/* The call `what` made after `before` was recorded launched variant `info` exactly once, on
+ * STREAM: its kernel, `threads` threads a block, its shared memory, `programs` programs by
+ * `rule` (each a cluster of info->cluster thread blocks), the cluster attribute exactly where
+ * the variant has clusters, the PDL attribute as the scenario expects, and `tensor_maps` maps
+ * encoded for it. Resident programs per SM are what the fake reports for the variant's
+ * threads (fake_cuda_blocks_per_sm). */
+static void check_launch(const char *what, const tile_variant_info *info,
+                         const fake_cuda_launch *before, int64_t programs, grid_rule rule,
+                         int tensor_maps) {
+    const fake_cuda_launch launch = recorded(), *l = &launch;
+    EXPECT(l->count == before->count + 1);
+    EXPECT(l->tensor_maps == before->tensor_maps + tensor_maps);
     EXPECT(!strcmp(l->kernel, info->name));
     EXPECT(l->block[0] == (unsigned)info->threads && l->block[1] == 1 && l->block[2] == 1);
     EXPECT(l->shared_bytes == (unsigned)info->smem_bytes);
     EXPECT(l->stream == (const void *)STREAM);
-    /* one program (a cluster of them, if clustered) per ROWS= rows; a persistent variant
-     * (not told apart by the public API) at most as many as stay resident */
-    const char *rows_param = strstr(info->params, "ROWS=");
-    EXPECT(rows_param);
-    const unsigned rows_per_program = (unsigned)atoi(rows_param + 5);
-    EXPECT(rows_per_program > 0);
-    const unsigned programs = (ROWS + rows_per_program - 1) / rows_per_program;
-    const unsigned resident = FAKE_CUDA_SM_COUNT * (unsigned)fake_cuda_blocks_per_sm(info->threads);
-    const unsigned c = (unsigned)info->cluster;
-    EXPECT(l->grid[0] == programs * c || (resident < programs && l->grid[0] == resident * c));
+    const int64_t resident =
+        (int64_t)FAKE_CUDA_SM_COUNT * fake_cuda_blocks_per_sm(info->threads);
+    const int64_t capped = programs < resident ? programs : resident;
+    const int64_t c = info->cluster, grid = l->grid[0];
+    EXPECT(programs > 0);
+    if (rule == GRID_ALL) EXPECT(grid == programs * c);
+    if (rule == GRID_ANY_CAP) EXPECT(grid == programs * c || grid == capped * c);
+    if (rule == GRID_CAPPED) EXPECT(grid == capped * c);
+    clamped += grid < programs * c;
     EXPECT(l->grid[1] == 1 && l->grid[2] == 1);
     if (c > 1)
-        EXPECT(l->cluster[0] == c && l->cluster[1] == 1 && l->cluster[2] == 1);
+        EXPECT(l->cluster[0] == (unsigned)c && l->cluster[1] == 1 && l->cluster[2] == 1);
     else
         EXPECT(l->cluster[0] == 0);
     EXPECT(l->pdl == (expect_pdl ? 1 : -1));
     EXPECT(l->num_attrs == (c > 1 ? 1u : 0u) + (expect_pdl ? 1u : 0u));
 }
+
+/* The call `what` was refused with `s` and launched nothing (nor encoded a map): ARCH_MISMATCH
+ * where the device cannot run the variant, NOT_SUPPORTED where the call needs what the variant
+ * lacks (dropout, optional inputs, wider rows); where both hold, either. */
+static void check_refused(const char *what, const tile_variant_info *info,
+                          const fake_cuda_launch *before, tile_status s, int lacks) {
+    const fake_cuda_launch launch = recorded(), *l = &launch;
+    const int wrong_device = !runs_here(info);
+    EXPECT(wrong_device || lacks);
+    EXPECT((wrong_device && s == TILE_STATUS_ARCH_MISMATCH) ||
+           (lacks && s == TILE_STATUS_NOT_SUPPORTED));
+    EXPECT(l->count == before->count);
+    EXPECT(l->tensor_maps == before->tensor_maps);
+}
+
+/* A forced call: launched and checked where the device runs the variant and the variant takes
+ * the call (`lacks` 0), else refused. Returns 1 when it launched. */
+static int check_forced(const char *what, const tile_variant_info *info,
+                        const fake_cuda_launch *before, tile_status s, int lacks,
+                        int64_t programs, grid_rule rule, int tensor_maps) {
+    if (runs_here(info) && !lacks) {
+        assert_status(s, TILE_STATUS_SUCCESS);
+        check_launch(what, info, before, programs, rule, tensor_maps);
+        return 1;
+    }
+    check_refused(what, info, before, s, lacks);
+    return 0;
+}
+
+/* The variants of `op` and `dtype` in turn: returns the next index after *i, or -1. */
+static int32_t next_variant(int32_t i, const char *op, tile_dtype dtype, tile_variant_info *v) {
+    for (i++; i < tile_variant_count(); i++) {
+        *v = (tile_variant_info){.struct_size = sizeof *v};
+        assert_status(tile_variant_get(i, v), TILE_STATUS_SUCCESS);
+        if (!strcmp(v->op, op) && v->dtype == dtype) return i;
+    }
+    return -1;
+}
+#define FOR_VARIANTS(i, op, dtype, v) \
+    for (int32_t i = next_variant(-1, op, dtype, &v); i >= 0; i = next_variant(i, op, dtype, &v))
+
+static tile_variant_info variant_info(int32_t index) {
+    tile_variant_info v = {.struct_size = sizeof v};
+    assert_status(tile_variant_get(index, &v), TILE_STATUS_SUCCESS);
+    return v;
+}
+
+/* ------------------------------------------------------------------ the calls of each op */
+
+/* Flash attention over 2 sequences of 4096 queries and keys, 16 query and 4 key/value heads,
+ * BSHD: programs are ceil(seqlen_q / BLOCK_M) query blocks per (sequence, head)
+ * (docs/api.md). */
+static tile_flash_attention_args attention_args(tile_dtype dtype, int32_t head_dim, int causal) {
+    tile_flash_attention_args a;
+    assert_status(tile_flash_attention_init(&a, sizeof a), TILE_STATUS_SUCCESS);
+    a.dtype = dtype;
+    a.batch = 2;
+    a.heads_q = 16;
+    a.heads_kv = 4;
+    a.head_dim = head_dim;
+    a.causal = causal;
+    a.seqlen_q = a.seqlen_k = 4096;
+    a.q = DEV(Q), a.k = DEV(K), a.v = DEV(V), a.o = DEV(O), a.lse = DEV(LSE);
+    a.q_head_stride = a.o_head_stride = head_dim;
+    a.q_seq_stride = a.o_seq_stride = (int64_t)a.heads_q * head_dim;
+    a.q_batch_stride = a.o_batch_stride = a.seqlen_q * a.q_seq_stride;
+    a.k_head_stride = a.v_head_stride = head_dim;
+    a.k_seq_stride = a.v_seq_stride = (int64_t)a.heads_kv * head_dim;
+    a.k_batch_stride = a.v_batch_stride = a.seqlen_k * a.k_seq_stride;
+    return a;
+}
+static int64_t attention_programs(const tile_variant_info *v, const tile_flash_attention_args *a) {
+    return ceil_div(a->seqlen_q, param(v, "BLOCK_M")) * a->heads_q * a->batch;
+}
+/* Tensor maps a call encodes: q, k and v for a warp-specialized variant (WARPGROUPS=3). */
+static int attention_maps(const tile_variant_info *v) {
+    return param(v, "WARPGROUPS") == 3 ? 3 : 0;
+}
+
+/* Grouped matmul shapes: many tiles (more than stay resident) with B [groups, k, n], and a few
+ * with B [groups, n, k] and a bias. */
+static tile_grouped_matmul_args grouped_matmul_args(tile_dtype dtype, int large) {
+    tile_grouped_matmul_args g;
+    assert_status(tile_grouped_matmul_init(&g, sizeof g), TILE_STATUS_SUCCESS);
+    g.dtype = dtype;
+    g.groups = large ? 8 : 2;
+    g.total_m = large ? 8192 : 256;
+    g.n = large ? 4096 : 256;
+    g.k = large ? 4096 : 512;
+    g.a = DEV(A), g.b = DEV(B), g.c = DEV(C), g.offsets = DEV(OFFSETS);
+    g.lda = g.k;
+    g.ldc = g.n;
+    g.b_group_stride = g.k * g.n;
+    g.b_k_stride = large ? g.n : 1;
+    g.b_n_stride = large ? 1 : g.k;
+    if (!large) {
+        g.bias = DEV(BIAS);
+        g.bias_group_stride = g.n;
+    }
+    return g;
+}
+/* (ceil(total_m / BLOCK_M) + groups) * ceil(n / BLOCK_N) programs asked for (docs/api.md),
+ * clamped to what stays resident. Which tiles each program then walks is the kernels'
+ * scheduler, not checked here. */
+static int64_t grouped_matmul_programs(const tile_variant_info *v,
+                                       const tile_grouped_matmul_args *g) {
+    return (ceil_div(g->total_m, param(v, "BLOCK_M")) + g->groups) *
+           ceil_div(g->n, param(v, "BLOCK_N"));
+}
+/* Tensor maps: A and B for a warp-specialized variant (WARPGROUPS=3). */
+static int grouped_matmul_maps(const tile_variant_info *v) {
+    return param(v, "WARPGROUPS") == 3 ? 2 : 0;
+}
+
+/* ------------------------------------------------------------------ dispatched calls */
+
+/* The public entry points of every op, with the variant their explain names for this device:
+ * one launch each, of that variant. */
+static void test_dispatched(void **state) {
+    (void)state;
+    for (int t = 0; t < DTYPES; t++) {
+        const tile_dtype dtype = dtypes[t];
+        tile_decision d = {.struct_size = sizeof d};
+        assert_status(tile_softmax_explain(dtype, ROWS, COLS, COLS, COLS, 256, 0, &d),
+                      TILE_STATUS_SUCCESS);
+        tile_variant_info v = variant_info(d.variant);
+        const int64_t programs = ceil_div(ROWS, param(&v, "ROWS"));
+        for (int log_softmax = 0; log_softmax < 2; log_softmax++) {
+            const fake_cuda_launch before = recorded();
+            assert_status((log_softmax ? tile_log_softmax : tile_softmax)(
+                              dtype, DEV(Y), DEV(X), ROWS, COLS, COLS, COLS, STREAM),
+                          TILE_STATUS_SUCCESS);
+            check_launch(log_softmax ? "tile_log_softmax" : "tile_softmax", &v, &before,
+                         programs, GRID_ANY_CAP, 0);
+        }
+        printf("dispatched %s softmax: %s\n", tile_dtype_string(dtype), v.name);
+
+        /* LayerNorm and RMSNorm of x alone: what tile_norm_explain describes */
+        assert_status(tile_norm_explain(dtype, ROWS, COLS, COLS, COLS, 256, 0, &d),
+                      TILE_STATUS_SUCCESS);
+        v = variant_info(d.variant);
+        fake_cuda_launch before = recorded();
+        assert_status(tile_layernorm(dtype, DEV(Y), DEV(X), DEV(WEIGHT), DEV(NORM_BIAS),
+                                     DEV(MEAN), DEV(RSTD), ROWS, COLS, COLS, COLS, 1e-5f, STREAM),
+                      TILE_STATUS_SUCCESS);
+        check_launch("tile_layernorm", &v, &before, ceil_div(ROWS, param(&v, "ROWS")),
+                     GRID_ANY_CAP, 0);
+        before = recorded();
+        assert_status(tile_rmsnorm(dtype, DEV(Y), DEV(X), DEV(WEIGHT), DEV(RSTD), ROWS, COLS,
+                                   COLS, COLS, 1e-5f, STREAM),
+                      TILE_STATUS_SUCCESS);
+        check_launch("tile_rmsnorm", &v, &before, ceil_div(ROWS, param(&v, "ROWS")),
+                     GRID_ANY_CAP, 0);
+        printf("dispatched %s norm: %s\n", tile_dtype_string(dtype), v.name);
+
+        if (dtype == TILE_DTYPE_F32) continue; /* attention and grouped matmul: f16, bf16 */
+        const tile_flash_attention_args a = attention_args(dtype, 128, 0);
+        assert_status(tile_flash_attention_explain(&a, 0, &d), TILE_STATUS_SUCCESS);
+        v = variant_info(d.variant);
+        before = recorded();
+        assert_status(tile_flash_attention(&a, STREAM), TILE_STATUS_SUCCESS);
+        check_launch("tile_flash_attention", &v, &before, attention_programs(&v, &a),
+                     GRID_ANY_CAP, attention_maps(&v));
+        printf("dispatched %s attention: %s\n", tile_dtype_string(dtype), v.name);
+
+        const tile_grouped_matmul_args g = grouped_matmul_args(dtype, 1);
+        assert_status(tile_grouped_matmul_explain(&g, 0, &d), TILE_STATUS_SUCCESS);
+        v = variant_info(d.variant);
+        before = recorded();
+        assert_status(tile_grouped_matmul(&g, STREAM), TILE_STATUS_SUCCESS);
+        check_launch("tile_grouped_matmul", &v, &before, grouped_matmul_programs(&v, &g),
+                     GRID_CAPPED, grouped_matmul_maps(&v));
+        printf("dispatched %s grouped matmul: %s\n", tile_dtype_string(dtype), v.name);
+    }
+}
+
+/* ------------------------------------------------------------------ every variant, forced */
+
+/* Counts for the summary line of each op (start one with the clamped launches so far). */
+typedef struct tally {
+    int clamped_before;
+    int variants, launched_variants, launches, clustered, refused;
+} tally;
+static void tally_variant(tally *t, const tile_variant_info *v, int launches, int refusals) {
+    t->variants++;
+    t->launched_variants += launches > 0;
+    t->launches += launches;
+    t->clustered += launches > 0 && v->cluster > 1;
+    t->refused += refusals;
+}
+static void print_tally(const char *op, tile_dtype dtype, const tally *t) {
+    printf("forced %s %s: %d of %d variants launched (%d launches, %d clamped to the resident "
+           "count; %d of the variants clustered), %d calls refused\n",
+           tile_dtype_string(dtype), op, t->launched_variants, t->variants, t->launches,
+           clamped - t->clamped_before, t->clustered, t->refused);
+    assert_true(t->variants > 0);
+    assert_true(t->launched_variants > 0);
+}
+
+/* Every softmax variant, each dtype, at its own width (max_cols, or COLS for any width): those
+ * the device can run launch; the others are refused before anything is launched. A one-pass
+ * variant also refuses rows twice its width. */
+static void test_softmax(void **state) {
+    (void)state;
+    int clustered_sm90 = 0;
+    for (int t = 0; t < DTYPES; t++) {
+        tally sum = {.clamped_before = clamped};
+        tile_variant_info v;
+        FOR_VARIANTS(i, "softmax", dtypes[t], v) {
+            const tile_variant_info *info = &v;
+            const int64_t cols = v.max_cols ? v.max_cols : COLS;
+            fake_cuda_launch before = recorded();
+            tile_status s = tile_softmax_variant(i, i % 2, dtypes[t], DEV(Y), DEV(X), ROWS, cols,
+                                                 cols, cols, STREAM);
+            const int launched = check_forced("its width", info, &before, s, 0,
+                                              ceil_div(ROWS, param(info, "ROWS")), GRID_ANY_CAP,
+                                              0);
+            int refused = !launched;
+            if (v.max_cols) {
+                before = recorded();
+                s = tile_softmax_variant(i, 0, dtypes[t], DEV(Y), DEV(X), ROWS, 2 * cols,
+                                         2 * cols, 2 * cols, STREAM);
+                check_refused("twice its width", info, &before, s, 1);
+                refused++;
+            }
+            tally_variant(&sum, info, launched, refused);
+        }
+        print_tally("softmax", dtypes[t], &sum);
+        clustered_sm90 += sum.clustered;
+    }
+    if (arch == 90) assert_true(clustered_sm90 > 0); /* the sm_90 grids have cluster variants */
+}
+
+/* Every norm variant, each dtype, at its own width, through tile_add_norm_variant: the norm
+ * of x alone (LayerNorm, weight, shift and statistics: what a lean variant takes), RMSNorm of
+ * residual + x + bias (optional inputs: not a lean variant's), and with dropout (p = 0.1 and
+ * a keep mask) LayerNorm of the sum and the norm-less residual dropout: only variants with
+ * DROPOUT=1 take those. Each variant runs every call it takes and refuses the others. */
+static void test_norm(void **state) {
+    (void)state;
+    int clustered_sm90 = 0;
+    for (int t = 0; t < DTYPES; t++) {
+        tally sum = {.clamped_before = clamped};
+        tile_variant_info v;
+        FOR_VARIANTS(i, "norm", dtypes[t], v) {
+            const tile_variant_info *info = &v;
+            const int64_t cols = v.max_cols ? v.max_cols : COLS;
+            const int dropout = param(info, "DROPOUT") == 1, lean = param(info, "LEAN") == 1;
+            const tile_add_norm_args base = {
+                .struct_size = sizeof base, .dtype = dtypes[t], .rows = ROWS, .cols = cols,
+                .x = DEV(X), .ld_x = cols, .eps = 1e-5f, .seed = 42, .offset = 7};
+            struct {
+                const char *what;
+                tile_add_norm_args args;
+                int optional_inputs, needs_dropout;
+            } calls[4] = {
+                {"LayerNorm of x", base, 0, 0},
+                {"RMSNorm of residual + x + bias", base, 1, 0},
+                {"LayerNorm of residual + dropout(x)", base, 1, 1},
+                {"residual + dropout(x + bias)", base, 1, 1},
+            };
+            tile_add_norm_args *a = &calls[0].args;
+            a->norm = TILE_NORM_LAYER, a->y = DEV(Y), a->ld_y = cols;
+            a->weight = DEV(WEIGHT), a->norm_bias = DEV(NORM_BIAS);
+            a->mean = DEV(MEAN), a->rstd = DEV(RSTD);
+            a = &calls[1].args;
+            a->norm = TILE_NORM_RMS, a->y = DEV(Y), a->ld_y = cols, a->s = DEV(S), a->ld_s = cols;
+            a->residual = DEV(RESIDUAL), a->ld_residual = cols, a->bias = DEV(BIAS);
+            a->weight = DEV(WEIGHT), a->rstd = DEV(RSTD);
+            a = &calls[2].args;
+            a->norm = TILE_NORM_LAYER, a->y = DEV(Y), a->ld_y = cols, a->s = DEV(S), a->ld_s = cols;
+            a->residual = DEV(RESIDUAL), a->ld_residual = cols, a->p = 0.1f, a->mask = DEV(MASK);
+            a->weight = DEV(WEIGHT), a->norm_bias = DEV(NORM_BIAS);
+            a->mean = DEV(MEAN), a->rstd = DEV(RSTD);
+            a = &calls[3].args;
+            a->norm = TILE_NORM_NONE, a->s = DEV(S), a->ld_s = cols, a->residual = DEV(RESIDUAL);
+            a->ld_residual = cols, a->bias = DEV(BIAS), a->p = 0.1f, a->mask = DEV(MASK);
+            int launches = 0, refused = 0;
+            for (int c = 0; c < 4; c++) {
+                const int lacks = (calls[c].optional_inputs && lean) ||
+                                  (calls[c].needs_dropout && !dropout);
+                const fake_cuda_launch before = recorded();
+                const tile_status s = tile_add_norm_variant(i, &calls[c].args, STREAM);
+                const int launched = check_forced(calls[c].what, info, &before, s, lacks,
+                                                  ceil_div(ROWS, param(info, "ROWS")),
+                                                  GRID_ANY_CAP, 0);
+                launches += launched;
+                refused += !launched;
+            }
+            tally_variant(&sum, info, launches, refused);
+        }
+        print_tally("norm", dtypes[t], &sum);
+        clustered_sm90 += sum.clustered;
+    }
+    if (arch == 90) assert_true(clustered_sm90 > 0);
+}
+
+/* Every attention variant, f16 and bf16, at its head width (max_cols is HEAD_DIM), without
+ * and with the causal mask. A causal call launches one program per query block; a
+ * non-causal one may be clamped to what stays resident (the `ws` variants are persistent;
+ * the public API does not say which variant is, so either count passes). Warp-specialized
+ * variants encode q, k and v as tensor maps first. Not checked: the order in which a
+ * persistent program walks its query blocks, and the head groups (the kernel's argument
+ * block is opaque to the fake). */
+static void test_attention(void **state) {
+    (void)state;
+    for (int t = 1; t < DTYPES; t++) {
+        tally sum = {.clamped_before = clamped};
+        tile_variant_info v;
+        FOR_VARIANTS(i, "attention", dtypes[t], v) {
+            const tile_variant_info *info = &v;
+            int launches = 0;
+            for (int causal = 0; causal < 2; causal++) {
+                const tile_flash_attention_args a =
+                    attention_args(dtypes[t], (int32_t)v.max_cols, causal);
+                const fake_cuda_launch before = recorded();
+                const tile_status s = tile_flash_attention_variant(i, &a, STREAM);
+                launches += check_forced(causal ? "causal" : "not causal", info, &before, s, 0,
+                                         attention_programs(info, &a),
+                                         causal ? GRID_ALL : GRID_ANY_CAP, attention_maps(info));
+            }
+            tally_variant(&sum, info, launches, 2 - launches);
+        }
+        print_tally("attention", dtypes[t], &sum);
+    }
+}
+
+/* Every grouped matmul variant, f16 and bf16, on more tiles than stay resident and on a few:
+ * the variants are persistent (docs/api.md), so the grid is the programs asked for clamped to
+ * SMs x resident. Warp-specialized variants encode A and B as tensor maps first. total_m == 0
+ * launches nothing (and encodes nothing). */
+static void test_grouped_matmul(void **state) {
+    (void)state;
+    for (int t = 1; t < DTYPES; t++) {
+        tally sum = {.clamped_before = clamped};
+        tile_variant_info v;
+        FOR_VARIANTS(i, "grouped_matmul", dtypes[t], v) {
+            const tile_variant_info *info = &v;
+            int launches = 0;
+            for (int large = 1; large >= 0; large--) {
+                const tile_grouped_matmul_args g = grouped_matmul_args(dtypes[t], large);
+                const fake_cuda_launch before = recorded();
+                const tile_status s = tile_grouped_matmul_variant(i, &g, STREAM);
+                launches += check_forced(large ? "8 groups, 8192 x 4096 x 4096, B [g, k, n]"
+                                               : "2 groups, 256 x 256 x 512, B [g, n, k], bias",
+                                         info, &before, s, 0, grouped_matmul_programs(info, &g),
+                                         GRID_CAPPED, grouped_matmul_maps(info));
+            }
+            tile_grouped_matmul_args empty = grouped_matmul_args(dtypes[t], 0);
+            empty.total_m = 0;
+            const fake_cuda_launch ahead = recorded(), *before = &ahead;
+            const tile_status s = tile_grouped_matmul_variant(i, &empty, STREAM);
+            if (runs_here(info)) {
+                const fake_cuda_launch launch = recorded(), *l = &launch;
+                const char *what = "total_m 0";
+                assert_status(s, TILE_STATUS_SUCCESS);
+                EXPECT(l->count == before->count && l->tensor_maps == before->tensor_maps);
+            } else {
+                check_refused("total_m 0", info, before, s, 0);
+            }
+            tally_variant(&sum, info, launches, 2 - launches);
+        }
+        print_tally("grouped_matmul", dtypes[t], &sum);
+    }
+}
+
+/* ------------------------------------------------------------------ setup */
 
 /* The first call loads the driver: it must be the fake, on the device it plays. */
 static int setup(void **state) {
@@ -128,69 +542,15 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* tile_softmax and tile_log_softmax, bf16 4096 x 4096: one launch each, of the variant
- * explain names for this device. */
-static void test_dispatched(void **state) {
-    (void)state;
-    tile_decision d = {.struct_size = sizeof d};
-    assert_status(tile_softmax_explain(TILE_DTYPE_BF16, ROWS, COLS, COLS, COLS, 256, 0, &d),
-                  TILE_STATUS_SUCCESS);
-    tile_variant_info v = {.struct_size = sizeof v};
-    assert_status(tile_variant_get(d.variant, &v), TILE_STATUS_SUCCESS);
-    const tile_variant_info *info = &v;
-    for (int log_softmax = 0; log_softmax < 2; log_softmax++) {
-        const int before = recorded().count;
-        assert_status((log_softmax ? tile_log_softmax : tile_softmax)(
-                          TILE_DTYPE_BF16, Y_ADDR, X_ADDR, ROWS, COLS, COLS, COLS, STREAM),
-                      TILE_STATUS_SUCCESS);
-        const fake_cuda_launch launch = recorded(), *l = &launch;
-        EXPECT(l->count == before + 1);
-        check_launch(l, info);
-    }
-    printf("dispatched: %s\n", v.name);
-}
-
-/* Every bf16 softmax variant, forced: those this device can run at 4096 columns launch with
- * the same attributes (a cluster variant's beside its cluster dimension); the others are
- * refused before anything is launched. */
-static void test_forced(void **state) {
-    (void)state;
-    int launched = 0, clustered = 0;
-    for (int32_t i = 0; i < tile_variant_count(); i++) {
-        tile_variant_info v = {.struct_size = sizeof v};
-        assert_status(tile_variant_get(i, &v), TILE_STATUS_SUCCESS);
-        if (strcmp(v.op, "softmax") || v.dtype != TILE_DTYPE_BF16) continue;
-        const tile_variant_info *info = &v;
-        const int runs = arch >= v.arch_min && (!v.arch_max || arch <= v.arch_max) &&
-                         v.smem_bytes <= FAKE_CUDA_SMEM_OPTIN &&
-                         (!v.max_cols || v.max_cols >= COLS);
-        const int before = recorded().count;
-        const tile_status s = tile_softmax_variant(i, 0, TILE_DTYPE_BF16, Y_ADDR, X_ADDR, ROWS,
-                                                   COLS, COLS, COLS, STREAM);
-        const fake_cuda_launch launch = recorded(), *l = &launch;
-        if (runs) {
-            assert_status(s, TILE_STATUS_SUCCESS);
-            EXPECT(l->count == before + 1);
-            check_launch(l, info);
-            launched++;
-            clustered += v.cluster > 1;
-        } else {
-            if (s != TILE_STATUS_ARCH_MISMATCH) assert_status(s, TILE_STATUS_NOT_SUPPORTED);
-            EXPECT(l->count == before);
-        }
-    }
-    printf("forced: %d bf16 softmax variants launched, %d of them clustered\n", launched,
-           clustered);
-    assert_true(launched > 0);
-    if (arch == 90) assert_true(clustered > 0); /* the sm_90 grid has cluster variants */
-}
-
 int main(void) {
     /* before any library call: the driver is loaded once per process */
     if (setenv("FUSEDOPS_LIBCUDA", FAKE_CUDA, 1)) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatched),
-        cmocka_unit_test(test_forced),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_norm),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_grouped_matmul),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
