@@ -2,7 +2,7 @@
 # Runs on the lent GPU machine over a carried install folder (.device/, made by
 # scripts/device_pack.sh here): correctness, tuning, benches. Prints a short table last.
 # Usage: bash scripts/device_run.sh [check] [tests] [tune] [verify] [bench] [gtest] [torch]
-#        [pytest] [examples] [regress] [sanitize] [ncu]
+#        [pytest] [examples] [regress] [sanitize] [ncu] [pdl]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 D=$PWD/.device
@@ -56,6 +56,17 @@ if [[ $steps == *" torch "* ]]; then
     --json "$OUT/vs_torch.json" --out "$OUT" ${TORCH_ARGS:-} >"$OUT/vs_torch.log" 2>&1
   echo "vs_torch rc=$?" | tee -a "$summary"
   tail -45 "$OUT/vs_torch.log"
+fi
+if [[ $steps == *" pdl "* ]]; then
+  # Programmatic dependent launch (perf-notes P1): our times at 4096 x 1024 with the overlap
+  # (as dispatched) and with FUSEDOPS_PDL=0; with it on, the first are some 10% lower.
+  for pdl in 1 0; do
+    for op in softmax layernorm; do
+      for dt in bf16 f32; do
+        echo "pdl=$pdl $(FUSEDOPS_PDL=$pdl fusedops bench $op --dtype $dt --shape 4096x1024 2>&1 | tail -1)" | tee -a "$summary"
+      done
+    done
+  done
 fi
 if [[ $steps == *" pytest "* ]]; then
   FUSEDOPS_LIBRARY=$D/lib/libfusedops.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1 timeout 300 \
