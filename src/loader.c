@@ -98,7 +98,6 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     int driver_version = 0;
     int dependent_launch = d->cuDriverGetVersion(&driver_version) == CUDA_SUCCESS &&
                            driver_version >= 12030 && !(pdl && strcmp(pdl, "0") == 0);
-    out->dependent_launch = 0;
     if (!out->blocks_per_sm) out->blocks_per_sm = calloc((size_t)tile_registry_count, sizeof(int32_t));
     if (!out->blocks_per_sm) return tile_fail(TILE_STATUS_INTERNAL, "out of host memory");
     for (int32_t i = 0; i < tile_registry_count; i++) {

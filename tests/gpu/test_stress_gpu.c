@@ -373,15 +373,15 @@ static int check_graphs(void) {
  * (programmatic edges there), each compared bit for bit with the two ops split by a host sync.
  * Checked to fail: with the wait compiled out of the kernels and the early launch of the next
  * grid kept (perf-notes P1). 20 rounds whatever FUSEDOPS_STRESS_ITERATIONS says. */
-enum { CHAIN_ROWS = 4, CHAIN_COLS = 1 << 20, CHAIN_COLS2 = 1024, CHAIN_ROUNDS = 20 };
+enum { CHAIN_ROWS = 4, CHAIN_COLS = 1 << 20, CHAIN_COLS2 = 1024, CHAIN_ROUNDS = 20,
+       CHAIN_BYTES = CHAIN_ROWS * CHAIN_COLS * 2 /* bf16 */ };
 
 static tile_status chain(CUdeviceptr z, CUdeviceptr y, CUdeviceptr x, CUstream stream, int sync) {
     const tile_dtype dt = TILE_DTYPE_BF16;
-    const size_t n = (size_t)CHAIN_ROWS * CHAIN_COLS;
-    const int64_t rows2 = (int64_t)(n / CHAIN_COLS2);
+    const int64_t rows2 = (int64_t)CHAIN_ROWS * CHAIN_COLS / CHAIN_COLS2;
     const tile_stream st = (tile_stream)stream;
-    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(y, 0xff, 2 * n, stream)); /* bf16 NaN */
-    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(z, 0xff, 2 * n, stream));
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(y, 0xff, CHAIN_BYTES, stream)); /* bf16 NaN */
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8Async(z, 0xff, CHAIN_BYTES, stream));
     tile_status s = tile_softmax(dt, P(y), P(x), CHAIN_ROWS, CHAIN_COLS, CHAIN_COLS, CHAIN_COLS, st);
     if (s != TILE_STATUS_SUCCESS) return s;
     if (sync) SUPPORT_CHECK(&gpu, gpu.drv->cuStreamSynchronize(stream));
@@ -390,7 +390,7 @@ static tile_status chain(CUdeviceptr z, CUdeviceptr y, CUdeviceptr x, CUstream s
 
 static int check_chains(void) {
     const tile_driver *d = gpu.drv;
-    const size_t n = (size_t)CHAIN_ROWS * CHAIN_COLS, bytes = n * 2;
+    const size_t n = (size_t)CHAIN_ROWS * CHAIN_COLS, bytes = CHAIN_BYTES;
     CUstream stream;
     SUPPORT_CHECK(&gpu, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     const CUdeviceptr x = upload_random(TILE_DTYPE_BF16, n, 4242, -8.0f, 8.0f);

@@ -164,23 +164,22 @@ static int check_forced(const char *what, const tile_variant_info *info,
     return 0;
 }
 
+static tile_variant_info variant_info(int32_t index) {
+    tile_variant_info v = {.struct_size = sizeof v};
+    assert_status(tile_variant_get(index, &v), TILE_STATUS_SUCCESS);
+    return v;
+}
+
 /* The variants of `op` and `dtype` in turn: returns the next index after *i, or -1. */
 static int32_t next_variant(int32_t i, const char *op, tile_dtype dtype, tile_variant_info *v) {
     for (i++; i < tile_variant_count(); i++) {
-        *v = (tile_variant_info){.struct_size = sizeof *v};
-        assert_status(tile_variant_get(i, v), TILE_STATUS_SUCCESS);
+        *v = variant_info(i);
         if (!strcmp(v->op, op) && v->dtype == dtype) return i;
     }
     return -1;
 }
 #define FOR_VARIANTS(i, op, dtype, v) \
     for (int32_t i = next_variant(-1, op, dtype, &v); i >= 0; i = next_variant(i, op, dtype, &v))
-
-static tile_variant_info variant_info(int32_t index) {
-    tile_variant_info v = {.struct_size = sizeof v};
-    assert_status(tile_variant_get(index, &v), TILE_STATUS_SUCCESS);
-    return v;
-}
 
 /* ------------------------------------------------------------------ the calls of each op */
 
