@@ -940,8 +940,9 @@ static int cmd_bench(int argc, char **argv) {
 enum { TUNE_MAX_VARIANTS = 512 };
 typedef struct tune_times {
     int count;
-    int32_t variant[TUNE_MAX_VARIANTS];
-    int32_t align[TUNE_MAX_VARIANTS]; /* the variant's align_bytes */
+    int32_t variant[TUNE_MAX_VARIANTS]; /* the general variant a table names */
+    int32_t timed[TUNE_MAX_VARIANTS];   /* what ran: the variant, or its lean twin */
+    int32_t align[TUNE_MAX_VARIANTS];   /* the variant's align_bytes */
     double ms[TUNE_MAX_VARIANTS];
 } tune_times;
 
@@ -960,11 +961,25 @@ static void fastest_within(const tune_times *t, int32_t align, int32_t *best, in
     }
 }
 
+/* The lean twin dispatch swaps in for general variant v on rows of exactly `cols` columns, or
+ * -1. The grids name a twin after its general variant with "_lean" appended (norm.grid's
+ * rowslean families); the generator pairs them by params (registry.h's lean_twin). */
+static int32_t lean_twin_for(const tile_variant_info *v, int64_t cols) {
+    char name[160];
+    if (snprintf(name, sizeof name, "%s_lean", v->name) >= (int)sizeof name) return -1;
+    const int32_t twin = tile_variant_find(name);
+    tile_variant_info info = {.struct_size = sizeof info};
+    if (twin < 0 || tile_variant_get(twin, &info) != TILE_STATUS_SUCCESS) return -1;
+    return support_is_lean(&info) && info.max_cols == cols ? twin : -1;
+}
+
 /* Times every variant of op's registry op and `dtype` that can run on this GPU (arch range,
  * shared memory) and take `cols` columns (max_cols; attention's is HEAD_DIM), and whose params
  * hold `params` where that is not NULL, on b's problem: the median of 5 batches of `batch`
  * launches, after a warm-up batch. A variant whose call fails is skipped (a 128 KiB staged
- * variant where a block gets 99 KiB, a tensor map the driver refuses). */
+ * variant where a block gets 99 KiB, a tensor map the driver refuses). A general variant whose
+ * lean twin takes the problem (LayerNorm or softmax of rows of exactly its width) is timed
+ * through the twin, which is what dispatch runs for such calls. */
 static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                           tile_dtype dtype, int64_t rows, int64_t cols, int batch,
                           const char *params, int32_t max_align, tune_times *t) {
@@ -979,10 +994,13 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         if (max_align && info.align_bytes > max_align) continue;
         if (!support_variant_runs_here(gpu, &info)) continue;
         if (info.max_cols && cols > info.max_cols) continue;
+        const int32_t twin = op == OP_RESIDUAL_DROPOUT_NORM ? -1 : lean_twin_for(&info, cols);
+        const int32_t run = twin >= 0 ? twin : v;
         double ms;
-        if (time_op(gpu, b, op, v, dtype, rows, cols, batch, 5, &ms) != TILE_STATUS_SUCCESS)
+        if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, &ms) != TILE_STATUS_SUCCESS)
             continue;
         t->variant[t->count] = v;
+        t->timed[t->count] = run;
         t->align[t->count] = info.align_bytes;
         t->ms[t->count++] = ms;
     }
@@ -1039,7 +1057,7 @@ static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *sh
     const char *best_name = best >= 0 ? variant_name_or(t->variant[best], "-") : "-";
     for (int i = 0; r->times && i < t->count; i++)
         fprintf(r->times, "%s\t%s\t%s\t%s\t%.2f\n", op_info[op].name, tile_dtype_string(dtype),
-                shape, variant_name_or(t->variant[i], "-"), t->ms[i] * 1e3);
+                shape, variant_name_or(t->timed[i], "-"), t->ms[i] * 1e3);
     if (best < 0) {
         /* nothing ran: no line (a problem no variant of this GPU takes) */
     } else if (!r->verify) {
@@ -1104,7 +1122,7 @@ static verify_times verify_dispatch(const support_gpu *gpu, const bench_buffers 
             snprintf(vt.why, sizeof vt.why, "%s", tile_last_error());
             return vt;
         }
-        if (time_op(gpu, b, op, t->variant[best], dtype, rows, cols, batch, 5, &fastest[round]))
+        if (time_op(gpu, b, op, t->timed[best], dtype, rows, cols, batch, 5, &fastest[round]))
             fastest[round] = t->ms[best];
     }
     qsort(picked, 3, sizeof *picked, compare_double);
