@@ -961,16 +961,14 @@ static void fastest_within(const tune_times *t, int32_t align, int32_t *best, in
     }
 }
 
-/* The lean twin dispatch swaps in for general variant v on rows of exactly `cols` columns, or
- * -1. The grids name a twin after its general variant with "_lean" appended (norm.grid's
- * rowslean families); the generator pairs them by params (registry.h's lean_twin). */
-static int32_t lean_twin_for(const tile_variant_info *v, int64_t cols) {
-    char name[160];
-    if (snprintf(name, sizeof name, "%s_lean", v->name) >= (int)sizeof name) return -1;
-    const int32_t twin = tile_variant_find(name);
+/* The lean twin dispatch swaps in for general variant v on a LayerNorm or RMSNorm of x (no
+ * optional inputs) whose rows have exactly `cols` columns, the twin's width; else -1. */
+static int32_t lean_twin_for(cli_op op, int32_t v, int64_t cols) {
+    if (op != OP_LAYERNORM && op != OP_RMSNORM) return -1;
+    const int32_t twin = support_lean_twin_of(v);
     tile_variant_info info = {.struct_size = sizeof info};
     if (twin < 0 || tile_variant_get(twin, &info) != TILE_STATUS_SUCCESS) return -1;
-    return support_is_lean(&info) && info.max_cols == cols ? twin : -1;
+    return info.max_cols == cols ? twin : -1;
 }
 
 /* Times every variant of op's registry op and `dtype` that can run on this GPU (arch range,
@@ -978,7 +976,7 @@ static int32_t lean_twin_for(const tile_variant_info *v, int64_t cols) {
  * hold `params` where that is not NULL, on b's problem: the median of 5 batches of `batch`
  * launches, after a warm-up batch. A variant whose call fails is skipped (a 128 KiB staged
  * variant where a block gets 99 KiB, a tensor map the driver refuses). A general variant whose
- * lean twin takes the problem (LayerNorm or softmax of rows of exactly its width) is timed
+ * lean twin takes the problem (a LayerNorm of rows of exactly its width) is timed
  * through the twin, which is what dispatch runs for such calls. */
 static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                           tile_dtype dtype, int64_t rows, int64_t cols, int batch,
@@ -994,7 +992,7 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         if (max_align && info.align_bytes > max_align) continue;
         if (!support_variant_runs_here(gpu, &info)) continue;
         if (info.max_cols && cols > info.max_cols) continue;
-        const int32_t twin = op == OP_RESIDUAL_DROPOUT_NORM ? -1 : lean_twin_for(&info, cols);
+        const int32_t twin = lean_twin_for(op, v, cols);
         const int32_t run = twin >= 0 ? twin : v;
         double ms;
         if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, &ms) != TILE_STATUS_SUCCESS)
@@ -1073,8 +1071,10 @@ static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *sh
     } else {
         /* a hit: within 5% of the fastest variant, or that variant itself (then the two
          * sides' times differ by measurement alone: a 2-row LayerNorm read 248 against 232
-         * us in one run, the same variant on both sides) */
-        const int same = vt->picked_name && !strcmp(vt->picked_name, best_name);
+         * us in one run, the same variant on both sides); dispatch names the lean twin
+         * where the search ran the general variant through it */
+        const int same = vt->picked_name && (!strcmp(vt->picked_name, best_name) ||
+                                             !strcmp(vt->picked_name, variant_name_or(t->timed[best], "-")));
         const int ok = vt->dispatched == TILE_STATUS_SUCCESS && (same || vt->picked <= vt->fastest * 1.05);
         r->total++;
         r->within += ok;

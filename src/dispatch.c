@@ -306,8 +306,8 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
 /* The chosen variant's lean twin where the call allows it: the same program, compiled for rows
  * of exactly its width and without optional inputs, in fewer registers a thread (registry.h).
  * Tables and the heuristic pick among general variants (and weigh waves by their occupancy);
- * the twin is taken as no slower, not timed against them: +0.4% to +14% where measured
- * (perf-notes K6, K10). */
+ * `fusedops tune` times a general variant through its twin at the twin's width (perf-notes
+ * K12), and elsewhere the twin is taken as no slower: +0.4% to +14% where measured (K6, K10). */
 static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
     const int32_t twin = tile_registry[decision->variant].lean_twin;
     if (twin < 0 || !tile_variant_eligible(&tile_registry[twin], p, NULL)) return;

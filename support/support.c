@@ -93,6 +93,35 @@ int support_is_lean(const tile_variant_info *info) {
     return strstr(info->params, "LEAN=1") != NULL;
 }
 
+/* Whether params a and b ("K=V K=V ...") are the same sequence once MAXREG and LEAN are left out. */
+static int same_params_but_lean(const char *a, const char *b) {
+    for (;;) {
+        while (*a == ' ' || !strncmp(a, "MAXREG=", 7) || !strncmp(a, "LEAN=", 5))
+            a += *a == ' ' ? 1 : strcspn(a, " ");
+        while (*b == ' ' || !strncmp(b, "MAXREG=", 7) || !strncmp(b, "LEAN=", 5))
+            b += *b == ' ' ? 1 : strcspn(b, " ");
+        const size_t la = strcspn(a, " "), lb = strcspn(b, " ");
+        if (la != lb || strncmp(a, b, la)) return 0;
+        if (!la) return 1; /* both ended */
+        a += la;
+        b += lb;
+    }
+}
+
+int32_t support_lean_twin_of(int32_t index) {
+    tile_variant_info v = {.struct_size = sizeof v};
+    if (tile_variant_get(index, &v) != TILE_STATUS_SUCCESS || support_is_lean(&v)) return -1;
+    for (int32_t i = 0; i < tile_variant_count(); i++) {
+        tile_variant_info w = {.struct_size = sizeof w};
+        if (tile_variant_get(i, &w) != TILE_STATUS_SUCCESS || !support_is_lean(&w)) continue;
+        if (!strcmp(v.op, w.op) && v.dtype == w.dtype && v.threads == w.threads &&
+            v.cluster == w.cluster && v.smem_bytes == w.smem_bytes && v.max_cols == w.max_cols &&
+            v.align_bytes == w.align_bytes && same_params_but_lean(v.params, w.params))
+            return i;
+    }
+    return -1;
+}
+
 int support_variant_uses_tensor_maps(const tile_variant_info *info) {
     return info->params && strstr(info->params, "WARPGROUPS=3") != NULL;
 }

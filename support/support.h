@@ -62,6 +62,10 @@ int support_is_persistent(const tile_variant_info *info);
 /* Whether the variant is a lean twin (LEAN=1 in its params, which the generator ties to the
  * registry's `lean`): rows of exactly max_cols columns, no bias, residual or s. */
 int support_is_lean(const tile_variant_info *info);
+/* The index of general variant `index`'s lean twin, or -1: the lean variant of the same op,
+ * dtype, threads, cluster, shared memory, width and alignment whose params are the same but for
+ * MAXREG and LEAN (generator/main.c's lean_twins pairs them so; dispatch swaps the twin in). */
+int32_t support_lean_twin_of(int32_t index);
 /* Whether the variant copies through tensor maps (the warp-specialized families, WARPGROUPS=3
  * in their params, as the library's tile_variant_uses_tensor_maps): fixed lengths only. */
 int support_variant_uses_tensor_maps(const tile_variant_info *info);

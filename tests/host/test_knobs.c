@@ -1,5 +1,6 @@
 /* The GPU tests' environment knobs (support/): FUSEDOPS_TEST_VARIANT's substring and glob
- * filters, and FUSEDOPS_TEST_MAX_ROWS's parsing and cap. A knob that misreads its value would
+ * filters, and FUSEDOPS_TEST_MAX_ROWS's parsing and cap; and support's lean-twin pairing, which
+ * `fusedops tune` relies on. A knob that misreads its value would
  * make a compute-sanitizer run check less than its log says, so the parsing is pinned here. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,6 +68,46 @@ static void test_max_rows_environment(void **state) {
     assert_int_equal(unsetenv("FUSEDOPS_TEST_MAX_ROWS"), 0);
 }
 
+/* `fusedops tune` times a general variant through the lean twin support_lean_twin_of names, so
+ * that pairing must be the generator's: every lean variant has a general twin, a `rows` tile and
+ * its `rowsreg` sibling (MAXREG differs) share one, and variants without a twin get -1. */
+static void test_lean_twins(void **state) {
+    (void)state;
+    int32_t leans = 0, paired = 0;
+    for (int32_t i = 0; i < tile_variant_count(); i++) {
+        tile_variant_info v = {.struct_size = sizeof v};
+        assert_int_equal(tile_variant_get(i, &v), TILE_STATUS_SUCCESS);
+        if (support_is_lean(&v)) {
+            leans++;
+            assert_int_equal(support_lean_twin_of(i), -1); /* a twin has no twin */
+            int generals = 0;
+            for (int32_t g = 0; g < tile_variant_count(); g++) generals += support_lean_twin_of(g) == i;
+            assert_true(generals >= 1);
+            continue;
+        }
+        const int32_t twin = support_lean_twin_of(i);
+        if (twin < 0) continue;
+        paired++;
+        tile_variant_info w = {.struct_size = sizeof w};
+        assert_int_equal(tile_variant_get(twin, &w), TILE_STATUS_SUCCESS);
+        assert_string_equal(v.op, w.op);
+        assert_int_equal(v.dtype, w.dtype);
+        assert_int_equal(v.max_cols, w.max_cols);
+        assert_int_equal(v.threads, w.threads);
+    }
+    assert_int_equal(leans, 18);
+    assert_true(paired > leans); /* the rowsreg tiles share their rows siblings' twins */
+    const int32_t lean = tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0_lean");
+    assert_true(lean >= 0);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0")), lean);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0_reg40")),
+                     lean);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d1")), -1);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_loop_n8192_w16_v8_d0")), -1);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("softmax_bf16_r1_n8192_w16_v8")), -1);
+    assert_int_equal(support_lean_twin_of(-1), -1);
+}
+
 static void test_cap_rows(void **state) {
     (void)state;
     assert_int_equal(support_cap_rows(1823, 0), 1823); /* no cap */
@@ -82,6 +123,7 @@ int main(void) {
         cmocka_unit_test(test_max_rows_parse),
         cmocka_unit_test(test_max_rows_environment),
         cmocka_unit_test(test_cap_rows),
+        cmocka_unit_test(test_lean_twins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
