@@ -961,14 +961,12 @@ static void fastest_within(const tune_times *t, int32_t align, int32_t *best, in
     }
 }
 
-/* The lean twin dispatch swaps in for general variant v on a LayerNorm or RMSNorm of x (no
- * optional inputs) whose rows have exactly `cols` columns, the twin's width; else -1. */
-static int32_t lean_twin_for(cli_op op, int32_t v, int64_t cols) {
-    if (op != OP_LAYERNORM && op != OP_RMSNORM) return -1;
-    const int32_t twin = support_lean_twin_of(v);
-    tile_variant_info info = {.struct_size = sizeof info};
-    if (twin < 0 || tile_variant_get(twin, &info) != TILE_STATUS_SUCCESS) return -1;
-    return info.max_cols == cols ? twin : -1;
+/* The lean twin dispatch swaps in for general variant v (`info`) on a LayerNorm or RMSNorm of
+ * x (no optional inputs) whose rows have exactly `cols` columns, the width v and its twin
+ * share; else -1. */
+static int32_t lean_twin_for(cli_op op, int32_t v, const tile_variant_info *info, int64_t cols) {
+    if ((op != OP_LAYERNORM && op != OP_RMSNORM) || info->max_cols != cols) return -1;
+    return support_lean_twin_of(v);
 }
 
 /* Times every variant of op's registry op and `dtype` that can run on this GPU (arch range,
@@ -992,7 +990,7 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         if (max_align && info.align_bytes > max_align) continue;
         if (!support_variant_runs_here(gpu, &info)) continue;
         if (info.max_cols && cols > info.max_cols) continue;
-        const int32_t twin = lean_twin_for(op, v, cols);
+        const int32_t twin = lean_twin_for(op, v, &info, cols);
         const int32_t run = twin >= 0 ? twin : v;
         double ms;
         if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, &ms) != TILE_STATUS_SUCCESS)
