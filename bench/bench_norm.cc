@@ -294,12 +294,14 @@ void bm_norm(benchmark::State &state, tile_dtype dtype, Shape shape, Op op) {
     if (g.forced >= 0) {
         label = g.forced_name;
     } else {
+        // the op's own call: dropout and the operands move the choice
         tile_decision d{};
         d.struct_size = sizeof d;
-        tile_status s = tile_norm_explain(dtype, b.rows, b.cols, b.cols, b.cols, 256, 0, &d);
+        const tile_add_norm_args a = make_args(op, 0);
+        tile_status s = tile_add_norm_explain(&a, 0, &d);
         if (s != TILE_STATUS_SUCCESS) {
             g.failed = true;
-            state.SkipWithError(("tile_norm_explain: " + bench_status_message(s)).c_str());
+            state.SkipWithError(("tile_add_norm_explain: " + bench_status_message(s)).c_str());
             return;
         }
         label = bench_variant_name(d.variant);

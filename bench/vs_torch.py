@@ -211,6 +211,7 @@ class FusedOps:
             "tile_add_norm_variant": [i32, args_p, vp],
             "tile_norm_explain": [ctypes.c_int, i64, i64, i64, i64, i32, i32,
                                   ctypes.POINTER(Decision)],
+            "tile_add_norm_explain": [args_p, i32, ctypes.POINTER(Decision)],
             "tile_flash_attention": [ctypes.POINTER(FlashAttentionArgs), vp],
             "tile_flash_attention_variant": [i32, ctypes.POINTER(FlashAttentionArgs), vp],
             "tile_flash_attention_explain": [ctypes.POINTER(FlashAttentionArgs), i32,
@@ -314,35 +315,27 @@ class FusedOps:
                     raise RuntimeError(self.error(s))
         return launch
 
+    def norm_explain(self, op, tdtype, rows, cols, bufs, p):
+        """The variant norm op `op` runs on buffer set 0: tile_add_norm_explain of its own call
+        (dropout and the operands move the choice); a library before 0.5.0 has only
+        tile_norm_explain, which describes a norm of x alone."""
+        if self.forced >= 0 or getattr(self.so, "tile_add_norm_explain", None) is None:
+            return self.explain(tdtype, rows, cols, "norm")
+        return self.struct_explain("tile_add_norm", norm_args(op, tdtype, rows, cols, bufs, 0, p))
+
     def norm_launcher(self, op, tdtype, rows, cols, bufs, p, stream):
         """A function launch(i) running norm op `op` on buffer set i. bufs: lists of data
         pointers per set, "x", "r", "y", "s" (those the op uses), and the vector pointers "b",
         "w", "nb"."""
         so = self.so
-        norm, residual, writes_s, weight, norm_bias = NORM_INFO[op]
 
         def call(fn, *a):
             s = fn(*a)
             if s:
                 raise RuntimeError(self.error(s))
 
-        def args(i):  # the op as tile_add_norm_args, as bench_norm.cc's make_args
-            a = AddNormArgs(struct_size=ctypes.sizeof(AddNormArgs), dtype=tdtype, norm=norm,
-                            rows=rows, cols=cols, x=bufs["x"][i], ld_x=cols, eps=NORM_EPS)
-            if norm == 0:  # residual_dropout: its output is s
-                a.s, a.ld_s = bufs["y"][i], cols
-            else:
-                a.y, a.ld_y = bufs["y"][i], cols
-                if writes_s:
-                    a.s, a.ld_s = bufs["s"][i], cols
-            if residual:
-                a.residual, a.ld_residual, a.bias = bufs["r"][i], cols, bufs["b"]
-                a.p, a.seed, a.offset = p, DROPOUT_SEED, DROPOUT_OFFSET
-            if weight:
-                a.weight = bufs["w"]
-            if norm_bias:
-                a.norm_bias = bufs["nb"]
-            return a
+        def args(i):
+            return norm_args(op, tdtype, rows, cols, bufs, i, p)
 
         if self.forced >= 0:
             fn, forced = so.tile_add_norm_variant, self.forced
@@ -366,6 +359,29 @@ class FusedOps:
         structs = [args(i) for i in range(len(x))]
         refs = [ctypes.byref(a) for a in structs]
         return lambda i: call(fn, refs[i], stream)
+
+
+def norm_args(op, tdtype, rows, cols, bufs, i, p):
+    """Norm op `op` on buffer set i as tile_add_norm_args, as bench_norm.cc's make_args. bufs:
+    lists of data pointers per set, "x", "r", "y", "s" (those the op uses), and the vector
+    pointers "b", "w", "nb"."""
+    norm, residual, writes_s, weight, norm_bias = NORM_INFO[op]
+    a = AddNormArgs(struct_size=ctypes.sizeof(AddNormArgs), dtype=tdtype, norm=norm,
+                    rows=rows, cols=cols, x=bufs["x"][i], ld_x=cols, eps=NORM_EPS)
+    if norm == 0:  # residual_dropout: its output is s
+        a.s, a.ld_s = bufs["y"][i], cols
+    else:
+        a.y, a.ld_y = bufs["y"][i], cols
+        if writes_s:
+            a.s, a.ld_s = bufs["s"][i], cols
+    if residual:
+        a.residual, a.ld_residual, a.bias = bufs["r"][i], cols, bufs["b"]
+        a.p, a.seed, a.offset = p, DROPOUT_SEED, DROPOUT_OFFSET
+    if weight:
+        a.weight = bufs["w"]
+    if norm_bias:
+        a.norm_bias = bufs["nb"]
+    return a
 
 
 def warm_ours(lib, fn, structs, outputs):
@@ -594,6 +610,9 @@ class SoftmaxCase:
     """softmax or log_softmax of one dtype and shape: inputs, providers, checks."""
     family = "softmax"
 
+    def variant(self, lib):
+        return lib.explain(self.tdtype, self.rows, self.cols)
+
     def __init__(self, op, dtype_name, rows, cols):
         self.op, self.dtype_name, self.rows, self.cols = op, dtype_name, rows, cols
         self.is_log = op == "log_softmax"
@@ -740,13 +759,19 @@ class NormCase:
         return ok1 and ok2, max(e1, e2)
 
     # -- providers
+    def bufs(self):
+        ptrs = lambda ts: [t.data_ptr() for t in ts]  # noqa: E731
+        return {"x": ptrs(self.xs), "r": ptrs(self.rs), "y": ptrs(self.ys), "s": ptrs(self.ss),
+                "b": self.b.data_ptr(), "w": self.w.data_ptr(), "nb": self.nb.data_ptr()}
+
+    def variant(self, lib):
+        return lib.norm_explain(self.op, self.tdtype, self.rows, self.cols, self.bufs(),
+                                self.p or 0.0)
+
     def ours(self, lib, p=None):
         p = self.p if p is None else p
-        ptrs = lambda ts: [t.data_ptr() for t in ts]  # noqa: E731
-        bufs = {"x": ptrs(self.xs), "r": ptrs(self.rs), "y": ptrs(self.ys), "s": ptrs(self.ss),
-                "b": self.b.data_ptr(), "w": self.w.data_ptr(), "nb": self.nb.data_ptr()}
         stream = torch.cuda.current_stream().cuda_stream
-        launch = lib.norm_launcher(self.op, self.tdtype, self.rows, self.cols, bufs,
+        launch = lib.norm_launcher(self.op, self.tdtype, self.rows, self.cols, self.bufs(),
                                    0.0 if p is None else p, stream)
         out = (self.ys[0], self.ss[0]) if self.writes_s else self.ys[0]
         return launch, out
@@ -844,7 +869,7 @@ def run_case(args, lib, timer, ceiling, l2_bytes, case):
 
     # ours
     try:
-        res["variant"] = lib.explain(case.tdtype, rows, cols, case.family)
+        res["variant"] = case.variant(lib)
         extra, ok0 = {}, True
         if case.p:
             launch0, out = case.ours(lib, p=0.0)

@@ -16,8 +16,8 @@
  *                    [--seqlen-k N] [--variant NAME] [--iters N]     TFLOP/s
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--variant NAME] [--iters N]     TFLOP/s, group sizes skewed (Dirichlet)
- *   fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D] [--out FILE]
- *                 [--verify] [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]
+ *   fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul] [--dtype D]
+ *                 [--out FILE] [--verify] [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]
  *                 [--times FILE] [--shapes RxC,...]
  *                                                time every eligible variant over a shape
  *                                                grid and write the winners (autotune_results/)
@@ -64,19 +64,25 @@ typedef enum cli_op {
     OP_GROUPED_MATMUL,
     OP_COUNT_
 } cli_op;
+/* `table`: the op its calls' winners are listed under in the tuned tables (the family's, or a
+ * table op of their own: docs/tuning.md). */
 static const struct {
-    const char *name, *family;
+    const char *name, *family, *table;
     int tensors_read, tensors_written; /* rows x cols tensors: the minimum traffic */
 } op_info[OP_COUNT_] = {
-    [OP_SOFTMAX] = {"softmax", "softmax", 1, 1},
-    [OP_LOG_SOFTMAX] = {"log_softmax", "softmax", 1, 1},
-    [OP_LAYERNORM] = {"layernorm", "norm", 1, 1},
-    [OP_RMSNORM] = {"rmsnorm", "norm", 1, 1},
-    [OP_RESIDUAL_DROPOUT] = {"residual_dropout", "norm", 2, 1},
-    [OP_RESIDUAL_DROPOUT_NORM] = {"residual_dropout_norm", "norm", 2, 2},
-    [OP_ATTENTION] = {"attention", "attention", 3, 1}, /* q, k, v; o */
-    [OP_GROUPED_MATMUL] = {"grouped_matmul", "grouped_matmul", 2, 1}, /* a, b; c */
+    [OP_SOFTMAX] = {"softmax", "softmax", "softmax", 1, 1},
+    [OP_LOG_SOFTMAX] = {"log_softmax", "softmax", "softmax", 1, 1},
+    [OP_LAYERNORM] = {"layernorm", "norm", "norm", 1, 1},
+    [OP_RMSNORM] = {"rmsnorm", "norm", "norm", 1, 1},
+    [OP_RESIDUAL_DROPOUT] = {"residual_dropout", "norm", "residual_dropout", 2, 1},
+    [OP_RESIDUAL_DROPOUT_NORM] = {"residual_dropout_norm", "norm", "norm", 2, 2},
+    [OP_ATTENTION] = {"attention", "attention", "attention", 3, 1}, /* q, k, v; o */
+    [OP_GROUPED_MATMUL] = {"grouped_matmul", "grouped_matmul", "grouped_matmul", 2, 1}, /* a, b; c */
 };
+
+static tile_status explain_rowwise_op(cli_op op, tile_dtype dtype, int64_t rows, int64_t cols,
+                                      int64_t ld_y, int64_t ld_x, int32_t align, int32_t arch,
+                                      tile_decision *d);
 
 static int parse_op(const char *s) {
     for (int i = 0; i < OP_COUNT_; i++)
@@ -100,7 +106,8 @@ static int usage(const char *msg) {
           " [--seqlen-k N] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--variant NAME] [--iters N]\n"
-          "  fusedops tune [--op softmax|norm|attention|grouped_matmul] [--dtype D]"
+          "  fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul]"
+          " [--dtype D]\n               "
           " [--out FILE] [--verify]\n                [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]"
           " [--times FILE]\n                [--shapes ROWSxCOLS,...]\n"
           "  fusedops version\n"
@@ -282,6 +289,8 @@ static int cmd_explain(int argc, char **argv) {
             return EXIT_USAGE;
     } else if (o.ndims != 2) {
         return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
+    } else if (o.align < 1 || (o.align & (o.align - 1))) {
+        return usage("--align is a power of two (bytes)");
     }
     tile_decision d = {.struct_size = sizeof d};
     if (o.arch == 0) {
@@ -292,10 +301,14 @@ static int cmd_explain(int argc, char **argv) {
         }
     }
     tile_status s;
-    if (op == OP_ATTENTION) s = tile_flash_attention_explain(&a, o.arch, &d);
-    else if (op == OP_GROUPED_MATMUL) s = tile_grouped_matmul_explain(&g, o.arch, &d);
-    else s = (strcmp(op_info[op].family, "norm") ? tile_softmax_explain : tile_norm_explain)(
-        (tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x, o.align, o.arch, &d);
+    if (op == OP_ATTENTION) {
+        s = tile_flash_attention_explain(&a, o.arch, &d);
+    } else if (op == OP_GROUPED_MATMUL) {
+        s = tile_grouped_matmul_explain(&g, o.arch, &d);
+    } else {
+        s = explain_rowwise_op((cli_op)op, (tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x,
+                               o.align, o.arch, &d);
+    }
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;
@@ -628,9 +641,43 @@ static int compare_float(const void *a, const void *b) {
 
 #define DEVICE_PTR(p) ((void *)(uintptr_t)(p))
 
+/* The operands of a norm op's call (NULL where the op takes none). */
+typedef struct norm_operands {
+    const void *x, *residual, *weight, *bias;
+    void *y, *s;
+} norm_operands;
+
+/* The call `op` makes as a transformer block would (LayerNorm with weight and bias, RMSNorm
+ * with weight, dropout p = 0.1 with a bias and no mask), as the args of tile_add_norm_variant
+ * and tile_add_norm_explain: what each public function passes the kernels for that call.
+ * `offset`: dropout's Philox offset (a fresh draw per launch). */
+static tile_add_norm_args norm_call_args(cli_op op, tile_dtype dtype, int64_t rows, int64_t cols,
+                                         int64_t ld_y, int64_t ld_x, const norm_operands *o,
+                                         uint64_t offset) {
+    tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .rows = rows, .cols = cols,
+                            .x = o->x, .ld_x = ld_x, .ld_y = ld_y, .ld_s = ld_y,
+                            .ld_residual = ld_x, .eps = 1e-5f, .seed = 1234, .offset = offset};
+    switch (op) {
+    case OP_LAYERNORM:
+        a.norm = TILE_NORM_LAYER, a.y = o->y, a.weight = o->weight, a.norm_bias = o->bias;
+        break;
+    case OP_RMSNORM:
+        a.norm = TILE_NORM_RMS, a.y = o->y, a.weight = o->weight;
+        break;
+    case OP_RESIDUAL_DROPOUT: /* its y is the kernels' s */
+        a.norm = TILE_NORM_NONE, a.s = o->y, a.residual = o->residual, a.bias = o->bias;
+        a.p = 0.1f;
+        break;
+    default: /* OP_RESIDUAL_DROPOUT_NORM */
+        a.norm = TILE_NORM_LAYER, a.y = o->y, a.s = o->s, a.residual = o->residual;
+        a.bias = o->bias, a.weight = o->weight, a.norm_bias = o->bias, a.p = 0.1f;
+        break;
+    }
+    return a;
+}
+
 /* One launch of `op` on launch number k's buffers: the public function (variant -1) or exactly
- * variant `variant`. Norm ops run as a transformer block would: LayerNorm with weight and bias,
- * RMSNorm with weight, dropout p = 0.1 with a bias and no mask. */
+ * variant `variant`, with norm_call_args' operands. */
 static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const bench_buffers *b,
                              int k, int64_t rows, int64_t cols) {
     /* the compute-bound ops first: their copies may be 0 (bench), no x to index */
@@ -642,43 +689,51 @@ static tile_status launch_op(cli_op op, int32_t variant, tile_dtype dtype, const
         return variant >= 0 ? tile_grouped_matmul_variant(variant, b->grouped + call, NULL)
                             : tile_grouped_matmul(b->grouped + call, NULL);
     const void *x = DEVICE_PTR(b->x[k % b->copies] + b->shift);
-    const void *residual = DEVICE_PTR(b->x[(k + 1) % b->copies] + b->shift);
     const size_t out = (size_t)(k % b->out_copies) * b->stride + b->shift;
-    void *y = DEVICE_PTR(b->y + out), *s = DEVICE_PTR(b->s + out);
-    const void *weight = DEVICE_PTR(b->weight + b->shift), *bias = DEVICE_PTR(b->bias + b->shift);
+    void *y = DEVICE_PTR(b->y + out);
     if (op == OP_SOFTMAX || op == OP_LOG_SOFTMAX) {
         const int log = op == OP_LOG_SOFTMAX;
         if (variant >= 0)
             return tile_softmax_variant(variant, log, dtype, y, x, rows, cols, cols, cols, NULL);
         return (log ? tile_log_softmax : tile_softmax)(dtype, y, x, rows, cols, cols, cols, NULL);
     }
-    tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dtype, .rows = rows, .cols = cols,
-                            .x = x, .ld_x = cols, .ld_y = cols, .ld_s = cols, .ld_residual = cols,
-                            .eps = 1e-5f, .seed = 1234, .offset = (uint64_t)k};
+    const norm_operands o = {.x = x, .residual = DEVICE_PTR(b->x[(k + 1) % b->copies] + b->shift),
+                             .weight = DEVICE_PTR(b->weight + b->shift),
+                             .bias = DEVICE_PTR(b->bias + b->shift), .y = y,
+                             .s = DEVICE_PTR(b->s + out)};
+    tile_add_norm_args a = norm_call_args(op, dtype, rows, cols, cols, cols, &o, (uint64_t)k);
+    if (variant >= 0) return tile_add_norm_variant(variant, &a, NULL);
     switch (op) {
     case OP_LAYERNORM:
-        if (variant < 0) return tile_layernorm(dtype, y, x, weight, bias, NULL, NULL, rows, cols,
-                                               cols, cols, a.eps, NULL);
-        a.norm = TILE_NORM_LAYER, a.y = y, a.weight = weight, a.norm_bias = bias;
-        break;
+        return tile_layernorm(dtype, a.y, a.x, a.weight, a.norm_bias, NULL, NULL, rows, cols,
+                              cols, cols, a.eps, NULL);
     case OP_RMSNORM:
-        if (variant < 0) return tile_rmsnorm(dtype, y, x, weight, NULL, rows, cols, cols, cols, a.eps,
-                                             NULL);
-        a.norm = TILE_NORM_RMS, a.y = y, a.weight = weight;
-        break;
+        return tile_rmsnorm(dtype, a.y, a.x, a.weight, NULL, rows, cols, cols, cols, a.eps, NULL);
     case OP_RESIDUAL_DROPOUT:
-        if (variant < 0) return tile_residual_dropout(dtype, y, x, residual, bias, NULL, rows, cols,
-                                                      cols, cols, cols, 0.1f, a.seed, a.offset,
-                                                      NULL);
-        a.norm = TILE_NORM_NONE, a.s = y, a.residual = residual, a.bias = bias, a.p = 0.1f;
-        break;
+        return tile_residual_dropout(dtype, a.s, a.x, a.residual, a.bias, NULL, rows, cols, cols,
+                                     cols, cols, a.p, a.seed, a.offset, NULL);
     default: /* OP_RESIDUAL_DROPOUT_NORM */
-        a.norm = TILE_NORM_LAYER, a.y = y, a.s = s, a.residual = residual, a.bias = bias;
-        a.weight = weight, a.norm_bias = bias, a.p = 0.1f;
-        if (variant < 0) return tile_residual_dropout_norm(&a, NULL);
-        break;
+        return tile_residual_dropout_norm(&a, NULL);
     }
-    return tile_add_norm_variant(variant, &a, NULL);
+}
+
+/* The variant the public function of row-wise `op` would launch on a call of this shape whose
+ * pointers and strides are aligned to `align` bytes (a power of two): for the norm ops, the
+ * op's own call as norm_call_args makes it (dropout and operands move the choice), on
+ * stand-in pointers the library never dereferences. */
+static tile_status explain_rowwise_op(cli_op op, tile_dtype dtype, int64_t rows, int64_t cols,
+                                      int64_t ld_y, int64_t ld_x, int32_t align, int32_t arch,
+                                      tile_decision *d) {
+    if (strcmp(op_info[op].family, "norm"))
+        return tile_softmax_explain(dtype, rows, cols, ld_y, ld_x, align, arch, d);
+    const uintptr_t a = align >= 256 ? 256 : (uintptr_t)align;
+#define STAND_IN(i) ((void *)(uintptr_t)(0x100000u * (i) + a))
+    const norm_operands operands = {.x = STAND_IN(1), .residual = STAND_IN(2),
+                                    .weight = STAND_IN(3), .bias = STAND_IN(4),
+                                    .y = STAND_IN(5), .s = STAND_IN(6)};
+#undef STAND_IN
+    const tile_add_norm_args n = norm_call_args(op, dtype, rows, cols, ld_y, ld_x, &operands, 0);
+    return tile_add_norm_explain(&n, arch, d);
 }
 
 /* Median over `repeats` batches of the time per launch, each batch `batch` back-to-back
@@ -916,10 +971,9 @@ static int cmd_bench(int argc, char **argv) {
     const char *name = o.variant;
     tile_decision dec = {.struct_size = sizeof dec};
     tile_variant_info info = {.struct_size = sizeof info};
-    const int norm = !strcmp(op_info[op].family, "norm");
     if (!name &&
-        (norm ? tile_norm_explain : tile_softmax_explain)(dtype, o.rows, o.cols, o.cols, o.cols,
-                                                          256, 0, &dec) == TILE_STATUS_SUCCESS &&
+        explain_rowwise_op((cli_op)op, dtype, o.rows, o.cols, o.cols, o.cols, 256, 0, &dec) ==
+            TILE_STATUS_SUCCESS &&
         tile_variant_get(dec.variant, &info) == TILE_STATUS_SUCCESS)
         name = info.name;
     /* Minimum traffic: each rows x cols input read once, each output written once. */
@@ -1022,7 +1076,7 @@ static const char *variant_name_or(int32_t v, const char *none) {
 static void tune_line(const tune_run *r, cli_op op, tile_dtype dtype, int64_t rows,
                       int64_t cols, const tune_times *t, int32_t best, int32_t second) {
     fprintf(r->out, "sm_%d\t%s\t%s\t%lldx%lld\t%s\t%.2f\t%s\t%.2f\n", r->gpu->arch,
-            op_info[op].family, tile_dtype_string(dtype), (long long)rows, (long long)cols,
+            op_info[op].table, tile_dtype_string(dtype), (long long)rows, (long long)cols,
             variant_name_or(t->variant[best], "-"), t->ms[best] * 1e3,
             second >= 0 ? variant_name_or(t->variant[second], "-") : "-",
             second >= 0 ? t->ms[second] * 1e3 : 0.0);
@@ -1152,14 +1206,25 @@ static int in_range(const tune_range *g, int64_t rows, int64_t cols) {
            cols <= g->max_cols;
 }
 
-/* softmax and norm: dense rows x cols, x rotated (buffers_alloc) over copies cut from one
- * random pool per dtype. Tuned on the grid (rows tune_rows, cols rowwise_grid_cols),
- * verified on shapes between its points (held out); --shapes replaces either list. */
-static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
+/* The calls a tuned table op is timed on, over the variants whose params hold `params` (NULL:
+ * all): each on its most common use. norm: LayerNorm with weight and bias over the variants
+ * without dropout, the fused dropout + LayerNorm over those with it; residual_dropout: the
+ * norm-less call with dropout, whose lines dispatch looks up first for such calls. */
+typedef struct tune_pass {
+    cli_op op;
+    const char *params;
+} tune_pass;
+static const tune_pass softmax_passes[] = {{OP_SOFTMAX, NULL}};
+static const tune_pass norm_passes[] = {{OP_LAYERNORM, "DROPOUT=0"},
+                                        {OP_RESIDUAL_DROPOUT_NORM, "DROPOUT=1"}};
+static const tune_pass residual_dropout_passes[] = {{OP_RESIDUAL_DROPOUT, "DROPOUT=1"}};
+
+/* softmax, norm and residual_dropout: dense rows x cols, x rotated (buffers_alloc) over copies
+ * cut from one random pool per dtype. Tuned on the grid (rows tune_rows, cols
+ * rowwise_grid_cols), verified on shapes between its points (held out); --shapes replaces
+ * either list. */
+static void tune_rowwise(tune_run *r, const tune_pass *passes, int npasses, int dtype_only,
                          const tune_range *range) {
-    /* Each registry op is tuned on its most common use: norm on LayerNorm with weight and bias. */
-    const int norm = !strcmp(family, "norm");
-    const cli_op op = norm ? OP_LAYERNORM : OP_SOFTMAX;
     /* every power of two, so a shape's rows are at most a factor of sqrt(2) from a grid row
      * (how the programs fill the SMs moves the winners, at few rows as well) */
     static const int64_t tune_rows[] = {1,   2,    4,    8,    16,   32,    64,    128,
@@ -1200,11 +1265,9 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
             bench_buffers b;
             buffers_alloc(r->gpu, dtype, rows, cols, &pool, &b);
             const int batch = batch_for(b.bytes);
-            /* norm is tuned twice over the same inputs: LayerNorm over the variants without
-             * dropout, the fused dropout + LayerNorm over those with it. */
-            for (int pass = 0; pass < (norm ? 2 : 1); pass++) {
-                const cli_op pass_op = pass ? OP_RESIDUAL_DROPOUT_NORM : op;
-                const char *params = norm ? (pass ? "DROPOUT=1" : "DROPOUT=0") : NULL;
+            for (int pass = 0; pass < npasses; pass++) { /* over the same inputs */
+                const cli_op pass_op = passes[pass].op;
+                const char *params = passes[pass].params;
                 tune_times t, narrow;
                 time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, 0, &t);
                 verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
@@ -1220,11 +1283,9 @@ static void tune_rowwise(tune_run *r, const char *family, int dtype_only,
                     b.shift = 0;
                 } else {
                     vt = verify_dispatch(r->gpu, &b, pass_op, dtype, rows, cols, batch, &t);
-                    /* (the norm explain decides for calls without dropout) */
                     tile_decision d = {.struct_size = sizeof d};
-                    if (pass_op != OP_RESIDUAL_DROPOUT_NORM &&
-                        (norm ? tile_norm_explain : tile_softmax_explain)(
-                            dtype, rows, cols, cols, cols, 256, 0, &d) == TILE_STATUS_SUCCESS)
+                    if (explain_rowwise_op(pass_op, dtype, rows, cols, cols, cols, 256, 0, &d) ==
+                        TILE_STATUS_SUCCESS)
                         vt.picked_name = variant_name_or(d.variant, NULL);
                 }
                 tune_report(r, pass_op, dtype, shape, rows, cols, &t, r->verify ? NULL : &narrow,
@@ -1425,20 +1486,28 @@ static int cmd_tune(int argc, char **argv) {
         else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
-    /* the registry ops tune knows, and the call each is timed through */
+    /* the table ops tune knows, and the calls each is timed through (the row-wise ones' passes) */
+#define PASSES(p) p, (int)(sizeof p / sizeof *p)
     static const struct {
-        const char *family;
+        const char *table;
         cli_op op;
-    } tuned_ops[] = {{"softmax", OP_SOFTMAX},
-                     {"norm", OP_LAYERNORM},
-                     {"attention", OP_ATTENTION},
-                     {"grouped_matmul", OP_GROUPED_MATMUL}};
-    const char *family = o.op ? o.op : "softmax";
+        const tune_pass *passes;
+        int npasses;
+    } tuned_ops[] = {{"softmax", OP_SOFTMAX, PASSES(softmax_passes)},
+                     {"norm", OP_LAYERNORM, PASSES(norm_passes)},
+                     {"residual_dropout", OP_RESIDUAL_DROPOUT, PASSES(residual_dropout_passes)},
+                     {"attention", OP_ATTENTION, NULL, 0},
+                     {"grouped_matmul", OP_GROUPED_MATMUL, NULL, 0}};
+#undef PASSES
+    const char *table = o.op ? o.op : "softmax";
     int which = -1;
     for (int i = 0; i < (int)(sizeof tuned_ops / sizeof *tuned_ops); i++)
-        if (!strcmp(family, tuned_ops[i].family)) which = i;
-    if (which < 0) return usage("tune knows the ops: softmax, norm, attention, grouped_matmul");
+        if (!strcmp(table, tuned_ops[i].table)) which = i;
+    if (which < 0)
+        return usage("tune knows the ops: softmax, norm, residual_dropout, attention, "
+                     "grouped_matmul");
     const cli_op op = tuned_ops[which].op;
+    const char *family = op_info[op].family;
     if (o.dtype >= 0 && !has_variants(family, o.dtype))
         return usage("tune: the op has no variant of that --dtype (see fusedops list)");
     /* --shapes ROWSxCOLS[,ROWSxCOLS...]: the caller's shapes in place of the grid (tune) or of
@@ -1448,7 +1517,7 @@ static int cmd_tune(int argc, char **argv) {
     int nuser = 0;
     if (shapes_arg) {
         if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL)
-            return usage("tune: --shapes is for softmax and norm");
+            return usage("tune: --shapes is for softmax, norm and residual_dropout");
         for (const char *c = shapes_arg; *c;) {
             long long rows, cols;
             int used = 0;
@@ -1481,13 +1550,13 @@ static int cmd_tune(int argc, char **argv) {
     if (!verify)
         fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
     if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, &range);
-    else tune_rowwise(&r, family, o.dtype, &range);
+    else tune_rowwise(&r, tuned_ops[which].passes, tuned_ops[which].npasses, o.dtype, &range);
     if (r.tty) fputc('\n', stderr);
     if (verify) {
         const double share = r.total ? 100.0 / r.total : 0.0;
         fprintf(out, "# held-out check of %s on %s: dispatched variant within 5%% of the fastest "
                      "on %d of %d shapes (%.0f%%)\n",
-                family, gpu.name, r.within, r.total, share * r.within);
+                table, gpu.name, r.within, r.total, share * r.within);
         /* the earlier measure: against the least of the search's medians */
         fprintf(out, "# against the search's own time of the fastest variant: within 5%% on %d "
                      "of %d shapes (%.0f%%)\n",

@@ -333,14 +333,17 @@ static int find_row(const gen_state *st, const char *name) {
 }
 
 /* The row of `name`, a tuned line's winner or (runner_up) its runner-up, which must be a variant
- * of the line's op and dtype (else the build stops: path:line and why). */
+ * of the line's op (or of the variant op of a table op, tuning_parse.h) and dtype (else the
+ * build stops: path:line and why). */
 static int line_row(const gen_state *st, const char *path, int line_no, const tuning_line *t,
                     const char *name, int runner_up) {
     const int v = find_row(st, name);
-    if (v >= 0 && !strcmp(st->rows[v].op, t->op) && st->rows[v].dtype == t->dtype) return v;
+    const tuning_table_op *table_op = tuning_table_op_find(t->op);
+    const char *op = table_op ? table_op->variant_op : t->op;
+    if (v >= 0 && !strcmp(st->rows[v].op, op) && st->rows[v].dtype == t->dtype) return v;
     if (v < 0 && !runner_up) die("%s:%d: unknown variant '%s'", path, line_no, name);
     die("%s:%d: %s '%s' is not a %s %s variant", path, line_no, runner_up ? "runner-up" : "variant",
-        name, t->op, grid_dtype_names[t->dtype]);
+        name, op, grid_dtype_names[t->dtype]);
 }
 
 /* Appends the entries of one tuned TSV (docs/tuning.md) to *out as C initializers. */

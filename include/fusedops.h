@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TILE_VERSION_MAJOR 0
-#define TILE_VERSION_MINOR 4
+#define TILE_VERSION_MINOR 5
 #define TILE_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
@@ -257,10 +257,20 @@ TILE_API tile_status tile_residual_dropout_norm(const tile_add_norm_args *args,
 TILE_API tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *args,
                                            tile_stream stream);
 
-/* The variant the norm functions would launch for this problem; as tile_softmax_explain. */
+/* The variant tile_layernorm and tile_rmsnorm would launch for this problem (a norm of x
+ * alone: no dropout, bias, residual or s); as tile_softmax_explain. For other calls, see
+ * tile_add_norm_explain. */
 TILE_API tile_status tile_norm_explain(tile_dtype dtype, int64_t rows, int64_t cols,
                                        int64_t ld_y, int64_t ld_x, int32_t pointer_align,
                                        int32_t arch, tile_decision *decision);
+
+/* The variant the norm functions would launch for exactly the call `args` describes (norm
+ * kind, dropout, which operands are given, their alignment), validated as
+ * tile_add_norm_variant validates (any norm kind) but never dereferenced. A tile_residual_dropout
+ * call is norm TILE_NORM_NONE with its y as s; tile_layernorm's bias is norm_bias. `arch` as
+ * for tile_softmax_explain. Since 0.5.0. */
+TILE_API tile_status tile_add_norm_explain(const tile_add_norm_args *args, int32_t arch,
+                                           tile_decision *decision);
 
 /*
  * Flash attention forward (docs/api.md, "Attention"): O = softmax(scale * Q K^T + mask) V per

@@ -28,16 +28,19 @@ static tile_status runtime_table_status = TILE_STATUS_SUCCESS;
 static char runtime_table_message[384];
 
 /* The registry index of `name`, the line's winner or (runner_up) its runner-up, when it is a
- * variant of the line's op and dtype; else -1, with the reason in err. */
+ * variant of the line's op (or of a table op's variant op) and dtype; else -1, with the reason
+ * in err. */
 static int32_t line_variant(const tuning_line *t, const char *name, int runner_up, char *err,
                             size_t err_size) {
     const int32_t v = tile_variant_find(name);
-    if (v >= 0 && !strcmp(tile_registry[v].op, t->op) && (int)tile_registry[v].dtype == t->dtype)
+    const tuning_table_op *table_op = tuning_table_op_find(t->op);
+    const char *op = table_op ? table_op->variant_op : t->op;
+    if (v >= 0 && !strcmp(tile_registry[v].op, op) && (int)tile_registry[v].dtype == t->dtype)
         return v;
     const char *role = runner_up ? "runner-up" : "variant";
     if (v < 0 && !runner_up) snprintf(err, err_size, "unknown variant '%s'", name);
     else
-        snprintf(err, err_size, "%s '%s' is not a %s %s variant", role, name, t->op,
+        snprintf(err, err_size, "%s '%s' is not a %s %s variant", role, name, op,
                  tile_dtype_string((tile_dtype)t->dtype));
     return -1;
 }
@@ -82,9 +85,12 @@ static void runtime_table_load(void) {
             }
             runtime_table = grown;
         }
-        /* op points at the registry's string, which outlives the file's buffer */
+        /* op points at the registry's string (or the table op's), which outlives the file's
+         * buffer */
+        const tuning_table_op *table_op = tuning_table_op_find(t.op);
         runtime_table[runtime_table_count++] = (tile_tuned_entry){
-            t.arch,      tile_registry[v].op, (tile_dtype)t.dtype,     t.rows_log2, t.cols_step,
+            t.arch,      table_op ? table_op->name : tile_registry[v].op,
+            (tile_dtype)t.dtype,     t.rows_log2, t.cols_step,
             v,           (float)t.time_us,    runner_up,               (float)t.runner_up_us};
     }
     free(line);
@@ -133,8 +139,8 @@ static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *col
  * bucket's winner first and then, for each narrower alignment, the fastest variant that takes
  * it, so an entry the call's alignment rules out leaves the next one. */
 static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
-                          int32_t rows_log2, int32_t cols_step, const tile_tuned_entry **best,
-                          int32_t *best_distance) {
+                          const char *table_op, int32_t rows_log2, int32_t cols_step,
+                          const tile_tuned_entry **best, int32_t *best_distance) {
     for (int32_t i = 0; i < count; i++) {
         const tile_tuned_entry *e = &table[i];
         /* the cheap tests first: most entries are another shape's */
@@ -143,7 +149,7 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         if (adc > 2 || adr > 3) continue;
         int32_t distance = adr + 2 * adc;
         if (distance > *best_distance) continue;
-        if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, p->op)) continue;
+        if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, table_op)) continue;
         /* Winners were timed on calls with their features: a dropout variant's entry is for
          * dropout calls, not for the plain ones it could also run (more slowly). */
         if (tile_registry[e->variant].features != p->features) continue;
@@ -354,18 +360,24 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     int32_t rows_log2, cols_step;
     shape_bucket(p, &rows_log2, &cols_step);
     /* Each table's nearest entry on its own (ties toward more rows); the run-time table's
-     * stands unless the compiled one is strictly closer to the shape's bucket. */
-    const tile_tuned_entry *runtime_best = NULL, *compiled_best = NULL;
-    int32_t runtime_distance = 1 << 30, compiled_distance = 1 << 30;
-    nearest_entry(runtime_table, runtime_table_count, p, rows_log2, cols_step, &runtime_best,
-                  &runtime_distance);
-    nearest_entry(tile_tuned_table, tile_tuned_count, p, rows_log2, cols_step, &compiled_best,
-                  &compiled_distance);
-    const tile_tuned_entry *best = runtime_best;
-    int32_t best_distance = runtime_distance;
-    if (compiled_best && compiled_distance < runtime_distance) {
-        best = compiled_best;
-        best_distance = compiled_distance;
+     * stands unless the compiled one is strictly closer to the shape's bucket. The call's own
+     * table op first where it has one, then the variants' op. */
+    const tile_tuned_entry *best = NULL, *runtime_best = NULL;
+    int32_t best_distance = 1 << 30;
+    const char *table_ops[2] = {p->table_op ? p->table_op : p->op, p->op};
+    for (int t = 0; t < (p->table_op ? 2 : 1) && !best; t++) {
+        const tile_tuned_entry *compiled_best = NULL;
+        int32_t runtime_distance = 1 << 30, compiled_distance = 1 << 30;
+        nearest_entry(runtime_table, runtime_table_count, p, table_ops[t], rows_log2, cols_step,
+                      &runtime_best, &runtime_distance);
+        nearest_entry(tile_tuned_table, tile_tuned_count, p, table_ops[t], rows_log2, cols_step,
+                      &compiled_best, &compiled_distance);
+        best = runtime_best;
+        best_distance = runtime_distance;
+        if (compiled_best && compiled_distance < runtime_distance) {
+            best = compiled_best;
+            best_distance = compiled_distance;
+        }
     }
     if (best) {
         double winner_us, runner_up_us;
@@ -380,8 +392,10 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                      took_winner ? winner_us : runner_up_us, took_winner ? "runner-up" : "winner",
                      took_winner ? runner_up_us : winner_us);
         snprintf(decision->reason, sizeof decision->reason,
-                 "%s: %s table for sm_%d, bucket %lldx%lld%s%s", tile_rule_string(decision->rule),
+                 "%s: %s table for sm_%d, %s%sbucket %lldx%lld%s%s",
+                 tile_rule_string(decision->rule),
                  best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
+                 strcmp(best->op, p->op) ? best->op : "", strcmp(best->op, p->op) ? " " : "",
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", waves_note);
         take_lean_twin(p, decision);
@@ -418,7 +432,7 @@ int32_t tile_cheapest_variant(const tile_problem *p, double *cost) {
 /* A launch's decision depends only on these; a small per-thread cache keeps repeated calls
  * from rescanning the registry and tables (thread-local: no shared state on the hot path). */
 typedef struct cached_decision {
-    const char *op;
+    const char *op, *table_op;
     int64_t rows, cols;
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
@@ -435,7 +449,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
      * RMSNorm and its fused add-and-norm) must not take turns evicting each other */
     h ^= (uint64_t)(p->features * 0x3d + p->optional_inputs * 0x1f1) * 0x94d049bb133111ebull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
-    if (c->op == p->op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
+    if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
         c->optional_inputs == p->optional_inputs &&
@@ -446,7 +460,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     tile_decision d;
     tile_status s = tile_dispatch(p, &d);
     if (s != TILE_STATUS_SUCCESS) return s;
-    *c = (cached_decision){p->op,   p->rows,   p->cols,     (int32_t)p->dtype, p->align,
+    *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
                            p->optional_inputs, p->no_tensor_maps, p->blocks_per_sm};
     *variant = d.variant;

@@ -41,6 +41,9 @@ tile_status tile_current_device(const tile_device **device);
 /* A problem as dispatch sees it. */
 typedef struct tile_problem {
     const char *op;
+    const char *table_op; /* the tuned tables' op for this kind of call where it is not op
+                           * (tuning_parse.h; norm-less norm calls: "residual_dropout"), looked
+                           * up before op's; NULL: op's alone */
     tile_dtype dtype;
     int64_t rows, cols;
     int32_t align;    /* largest power of two dividing every pointer and row stride in bytes */

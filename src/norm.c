@@ -8,6 +8,7 @@
 #include "norm_args.h"
 
 static const char norm_op[] = "norm";
+static const char residual_dropout_table[] = "residual_dropout"; /* a table op: tuning_parse.c */
 
 /* The fields of tile_add_norm_args as version 1 defined them (callers compiled against v1 pass
  * this size, and keep working when fields are appended). */
@@ -132,6 +133,18 @@ static tile_status launch(const tile_device *device, int32_t variant, const tile
     return tile_launch(device, variant, tile_row_programs(v, a->rows), stream, args);
 }
 
+/* The dispatch problem of a validated call (align: what check_args found). */
+static tile_problem problem_of(const tile_add_norm_args *a, int32_t align) {
+    /* Kernels without dropout hold fewer registers; calls that need it get the ones with it.
+     * Norm-less calls (one pass, no row statistics) have table lines of their own, looked up
+     * before the norms' (tuning_parse.h). */
+    return (tile_problem){.op = norm_op, .dtype = a->dtype, .rows = a->rows, .cols = a->cols,
+                          .align = align,
+                          .table_op = a->norm == TILE_NORM_NONE ? residual_dropout_table : NULL,
+                          .features = a->p > 0.0f || a->mask ? TILE_FEATURE_DROPOUT : 0,
+                          .optional_inputs = a->bias || a->residual || a->s};
+}
+
 /* Validate, dispatch (or, forced, check that `variant` may run it), launch. */
 static tile_status run(const norm_entry *e, int forced, int32_t variant,
                        const tile_add_norm_args *a, tile_stream stream) {
@@ -141,11 +154,7 @@ static tile_status run(const norm_entry *e, int forced, int32_t variant,
     if (forced && (s = tile_check_variant_index(e->fn, variant, norm_op, a->dtype))) return s;
     const tile_device *device;
     if ((s = tile_current_device(&device)) != TILE_STATUS_SUCCESS) return s;
-    /* Kernels without dropout hold fewer registers; calls that need it get the ones with it. */
-    const int32_t features = a->p > 0.0f || a->mask ? TILE_FEATURE_DROPOUT : 0;
-    tile_problem p = {.op = norm_op, .dtype = a->dtype, .rows = a->rows, .cols = a->cols,
-                      .align = align, .features = features,
-                      .optional_inputs = a->bias || a->residual || a->s};
+    tile_problem p = problem_of(a, align);
     tile_problem_on_device(&p, device);
     if (forced) s = tile_check_variant(e->fn, variant, &p);
     else s = tile_dispatch_cached(&p, &variant);
@@ -221,6 +230,20 @@ tile_status tile_add_norm_variant(int32_t variant, const tile_add_norm_args *arg
     tile_status s = copy_args(e.fn, args, &a);
     if (s != TILE_STATUS_SUCCESS) return s;
     return run(&e, 1, variant, &a, stream);
+}
+
+tile_status tile_add_norm_explain(const tile_add_norm_args *args, int32_t arch,
+                                  tile_decision *decision) {
+    tile_begin_call();
+    static const norm_entry e = {"tile_add_norm_explain", 0, "s", "ld_s", "norm_bias"};
+    tile_status s = tile_check_decision(e.fn, decision);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    tile_add_norm_args a;
+    if ((s = copy_args(e.fn, args, &a)) != TILE_STATUS_SUCCESS) return s;
+    int32_t align;
+    if ((s = check_args(&e, &a, &align)) != TILE_STATUS_SUCCESS) return s;
+    tile_problem p = problem_of(&a, align);
+    return tile_explain_problem(e.fn, &p, arch, decision);
 }
 
 tile_status tile_norm_explain(tile_dtype dtype, int64_t rows, int64_t cols, int64_t ld_y,

@@ -106,3 +106,11 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
     }
     return 1;
 }
+
+static const tuning_table_op table_ops[] = {{"residual_dropout", "norm"}};
+
+const tuning_table_op *tuning_table_op_find(const char *name) {
+    for (size_t i = 0; i < sizeof table_ops / sizeof *table_ops; i++)
+        if (!strcmp(table_ops[i].name, name)) return &table_ops[i];
+    return NULL;
+}

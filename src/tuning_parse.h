@@ -34,6 +34,18 @@ int32_t tuning_cols_step_exact(long long cols);
  * the last bucket). */
 int32_t tuning_cols_step_up(int64_t cols);
 
+/* A table op that is not a variant op: one kind of call whose winners a table lists apart from
+ * the other calls its variants serve. "residual_dropout": norm variants timed on norm-less calls
+ * (s = residual + dropout(x + bias), one pass, no row statistics), where other tiles win than
+ * for the dropout + norm whose `norm` lines they share (docs/tuning.md). */
+typedef struct tuning_table_op {
+    const char *name;       /* the table's op column */
+    const char *variant_op; /* the op of the variants its lines name */
+} tuning_table_op;
+
+/* The table op `name`, or NULL where `name` is not one (a variant op, or unknown). */
+const tuning_table_op *tuning_table_op_find(const char *name);
+
 /* Parses `line` in place (tabs become NULs). Returns 1 for an entry, 0 for a line to skip
  * (blank, '#' comment, the header), -1 with a message in err for a malformed line. */
 int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size);

@@ -535,22 +535,49 @@ static tile_decision decision_at(const char *op, tile_dtype dt, int64_t rows, in
     return d;
 }
 
-/* Tuned entries win their own bucket, for every op a table has (softmax, norm, attention,
- * grouped_matmul). */
+/* Explain's decision for the call `fusedops tune` times a dropout variant's norm entry on (the
+ * fused dropout + LayerNorm) or a residual_dropout entry on (the norm-less call): residual,
+ * bias, p = 0.1 and s, on 16-byte aligned stand-in pointers. */
+static tile_decision dropout_decision_at(const char *table_op, tile_dtype dt, int64_t rows,
+                                         int64_t cols, int32_t arch) {
+    static _Alignas(256) unsigned char buf[6][256];
+    const int norm = strcmp(table_op, "residual_dropout") != 0;
+    tile_add_norm_args a = {.struct_size = sizeof a, .dtype = dt, .rows = rows, .cols = cols,
+                            .norm = norm ? TILE_NORM_LAYER : TILE_NORM_NONE, .x = buf[0],
+                            .ld_x = cols, .residual = buf[1], .ld_residual = cols,
+                            .bias = buf[2], .s = buf[3], .ld_s = cols, .p = 0.1f, .eps = 1e-5f};
+    if (norm) a.y = buf[4], a.ld_y = cols, a.weight = a.norm_bias = buf[5];
+    tile_decision d = new_decision();
+    const tile_status s = tile_add_norm_explain(&a, arch, &d);
+    if (s != TILE_STATUS_SUCCESS)
+        print_error("explain %s %s %lldx%lld sm_%d: %s\n", table_op, tile_dtype_string(dt),
+                    (long long)rows, (long long)cols, arch, tile_last_error());
+    assert_int_equal(s, TILE_STATUS_SUCCESS);
+    return d;
+}
+
+/* Tuned entries win their own bucket, for every op a table has (softmax, norm with and without
+ * dropout, residual_dropout, attention, grouped_matmul). */
 static void test_tuned_table(void **state) {
     (void)state;
+    int dropout_entries = 0;
     for (int32_t i = 0; i < tile_tuned_count; i++) {
         const tile_tuned_entry *e = &tile_tuned_table[i];
         assert_in_range(e->variant, 0, tile_registry_count - 1);
         const tile_variant *v = &tile_registry[e->variant];
-        assert_string_equal(v->op, e->op);
+        const tuning_table_op *table_op = tuning_table_op_find(e->op);
+        assert_string_equal(v->op, table_op ? table_op->variant_op : e->op);
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
-        tile_problem p = {.op = e->op, .dtype = e->dtype, .rows = rows, .cols = cols, .align = 16,
-                          .arch = e->arch, .smem_limit = tile_arch_smem_limit(e->arch)};
-        /* explain decides for calls without optional features (no dropout) */
-        if (!tile_variant_eligible(v, &p, NULL) || v->features) continue;
-        tile_decision d = decision_at(e->op, e->dtype, rows, cols, e->arch);
+        tile_problem p = {.op = v->op, .dtype = e->dtype, .rows = rows, .cols = cols, .align = 16,
+                          .arch = e->arch, .smem_limit = tile_arch_smem_limit(e->arch),
+                          .features = v->features};
+        if (!tile_variant_eligible(v, &p, NULL)) continue;
+        /* dropout variants (and every residual_dropout entry) through their own call */
+        const int dropout = v->features || table_op;
+        dropout_entries += dropout;
+        tile_decision d = dropout ? dropout_decision_at(e->op, e->dtype, rows, cols, e->arch)
+                                  : decision_at(e->op, e->dtype, rows, cols, e->arch);
         assert_int_equal(d.rule, TILE_RULE_TUNED);
         int listed = 0;
         for (int32_t j = 0; j < tile_tuned_count; j++) {
@@ -560,8 +587,12 @@ static void test_tuned_table(void **state) {
                 (f->variant == d.variant || tile_registry[f->variant].lean_twin == d.variant))
                 listed = 1; /* the entry, or its lean twin in its place */
         }
+        if (!listed)
+            print_error("%s %s %lldx%lld: explain took %s\n", e->op, tile_dtype_string(e->dtype),
+                        (long long)rows, (long long)cols, tile_registry[d.variant].name);
         assert_true(listed);
     }
+    assert_true(dropout_entries > 0);
 }
 
 /* ---------------------------------------------------------------- internal helpers */

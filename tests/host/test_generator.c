@@ -950,6 +950,11 @@ static void test_gen_tuned_tables(void **state) {
     expect_tsv_error(dir,
                      TSV_HEADER "sm_90\tattention\tbf16\t4096x64\tsoftmax_bf16_r1_n4096_w4_v8\n",
                      2, "is not a attention bf16 variant");
+    /* a table op's lines name variants of its variant op (residual_dropout: norm) */
+    expect_tsv_error(dir,
+                     TSV_HEADER "sm_90\tresidual_dropout\tbf16\t4096x64\t"
+                                "softmax_bf16_r1_n4096_w4_v8\n",
+                     2, "is not a norm bf16 variant");
     remove_tree(dir);
 }
 

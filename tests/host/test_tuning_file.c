@@ -1,7 +1,8 @@
 /* FUSEDOPS_TUNING_FILE: the run-time tuned table. The library reads the variable once per
  * process, so each scenario is its own run of this program: test_tuning_file MODE, where MODE
- * is good, compute (attention and grouped matmul entries), malformed, unknown, dtype, missing
- * or runner_up (ctest runs each). Explain with an explicit arch needs no GPU. */
+ * is good, compute (attention and grouped matmul entries), malformed, unknown, dtype, missing,
+ * runner_up, table_op or table_op_variant (ctest runs each). Explain with an explicit arch
+ * needs no GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,6 +187,56 @@ static void test_good_table_compute_ops(void **state) {
     assert_string_not_equal(variant_name(d.variant), PLANTED_GMM);
 }
 
+static void expect_failure(const char *needle);
+
+/* Table ops (tuning_parse.h): a norm-less call (tile_residual_dropout's) takes its bucket's
+ * residual_dropout line, a dropout + norm call the norm line; where no residual_dropout line is
+ * near (none is compiled in below 256 columns), the norm-less call falls back to norm's. */
+#define PLANTED_NORM "norm_bf16_loop_n2048_w4_v8_d1"
+#define PLANTED_DROPOUT "norm_bf16_loop_n4096_w4_v8_d1"
+
+static tile_status explain_add_norm(tile_norm_kind norm, int64_t rows, int64_t cols,
+                                    tile_decision *d) {
+    static _Alignas(256) unsigned char buf[6][256];
+    tile_add_norm_args a = {.struct_size = sizeof a, .dtype = TILE_DTYPE_BF16, .norm = norm,
+                            .rows = rows, .cols = cols, .x = buf[0], .ld_x = cols,
+                            .residual = buf[1], .ld_residual = cols, .bias = buf[2],
+                            .s = buf[3], .ld_s = cols, .p = 0.1f, .seed = 1, .eps = 1e-5f};
+    if (norm != TILE_NORM_NONE) a.y = buf[4], a.ld_y = cols, a.weight = buf[5];
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    return tile_add_norm_explain(&a, 90, d);
+}
+
+static void test_table_op(void **state) {
+    (void)state;
+    write_table("sm_90\tnorm\tbf16\t8x64\t" PLANTED_NORM "\t1.0\t-\t0\n"
+                "sm_90\tresidual_dropout\tbf16\t8x64\t" PLANTED_DROPOUT "\t1.0\t-\t0\n"
+                "sm_90\tnorm\tbf16\t4096x64\t" PLANTED_NORM "\t1.0\t-\t0\n");
+    tile_decision d;
+    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 8, 64, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_DROPOUT);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_non_null(
+        strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, residual_dropout bucket 8x64"));
+    assert_int_equal(explain_add_norm(TILE_NORM_LAYER, 8, 64, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_NORM);
+    assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 8x64"));
+    assert_int_equal(explain_add_norm(TILE_NORM_RMS, 8, 64, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_NORM);
+    /* no residual_dropout line near 4096 x 64: the norm line */
+    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 4096, 64, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_NORM);
+    assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 4096x64"));
+}
+
+/* A table op's lines name variants of its variant op. */
+static void test_table_op_wrong_variant(void **state) {
+    (void)state;
+    write_table("sm_90\tresidual_dropout\tbf16\t8x8\t" PLANTED "\n");
+    expect_failure("variant '" PLANTED "' is not a norm bf16 variant");
+}
+
 static void expect_failure(const char *needle) {
     tile_decision d;
     tile_status s = explain(8, 8, &d);
@@ -239,6 +290,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest dtype[] = {cmocka_unit_test(test_wrong_dtype)};
     const struct CMUnitTest missing[] = {cmocka_unit_test(test_missing_file)};
     const struct CMUnitTest runner_up[] = {cmocka_unit_test(test_bad_runner_up)};
+    const struct CMUnitTest table_op[] = {cmocka_unit_test(test_table_op)};
+    const struct CMUnitTest table_op_variant[] = {cmocka_unit_test(test_table_op_wrong_variant)};
     int rc;
     if (!strcmp(mode, "good")) rc = cmocka_run_group_tests(good, NULL, NULL);
     else if (!strcmp(mode, "compute")) rc = cmocka_run_group_tests(compute, NULL, NULL);
@@ -247,8 +300,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "dtype")) rc = cmocka_run_group_tests(dtype, NULL, NULL);
     else if (!strcmp(mode, "missing")) rc = cmocka_run_group_tests(missing, NULL, NULL);
     else if (!strcmp(mode, "runner_up")) rc = cmocka_run_group_tests(runner_up, NULL, NULL);
+    else if (!strcmp(mode, "table_op")) rc = cmocka_run_group_tests(table_op, NULL, NULL);
+    else if (!strcmp(mode, "table_op_variant"))
+        rc = cmocka_run_group_tests(table_op_variant, NULL, NULL);
     else {
-        fprintf(stderr, "usage: test_tuning_file good|compute|malformed|unknown|dtype|missing|runner_up\n");
+        fprintf(stderr, "usage: test_tuning_file good|compute|malformed|unknown|dtype|missing|"
+                        "runner_up|table_op|table_op_variant\n");
         return 2;
     }
     if (path[0]) unlink(path);

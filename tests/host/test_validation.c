@@ -312,14 +312,17 @@ static void assert_norm_untouched(void) {
             }
 }
 
-/* The five entry points that validate tile_add_norm_args alike, as bits of a case's `entries`. */
+/* The six entry points that validate tile_add_norm_args alike, as bits of a case's `entries`.
+ * tile_add_norm_explain validates every field as tile_add_norm_variant does, so every case of
+ * E_VAR runs through it too (norm_expect). */
 enum {
     E_LN = 1 << 0,  /* tile_layernorm: y, x, weight, norm_bias (its `bias`), mean, rstd, eps */
     E_RMS = 1 << 1, /* tile_rmsnorm: y, x, weight, rstd, eps */
     E_RD = 1 << 2,  /* tile_residual_dropout: y, x, residual, bias, mask, p */
     E_RDN = 1 << 3, /* tile_residual_dropout_norm: every field */
     E_VAR = 1 << 4, /* tile_add_norm_variant (of a norm variant): every field */
-    E_COUNT = 5,
+    E_EXPLAIN = 1 << 5, /* tile_add_norm_explain (arch 90): every field */
+    E_COUNT = 6,
     E_ALL = (1 << E_COUNT) - 1,
     E_NORMS = E_LN | E_RMS | E_RDN | E_VAR,  /* take eps */
     E_DROP = E_RD | E_RDN | E_VAR,           /* take p, residual, bias, mask */
@@ -327,7 +330,7 @@ enum {
 };
 static const char *const norm_entry_names[E_COUNT] = {
     "tile_layernorm", "tile_rmsnorm", "tile_residual_dropout", "tile_residual_dropout_norm",
-    "tile_add_norm_variant"};
+    "tile_add_norm_variant", "tile_add_norm_explain"};
 
 #define ABSENT (-1) /* a NULL pointer */
 enum { ALIAS_NONE, S_IS_X, S_IS_R, Y_IS_X, Y_IS_R };
@@ -402,7 +405,17 @@ static tile_status norm_call(int e, const norm_spec *c) {
                                      a.cols, a.ld_y, a.ld_x, a.ld_residual, a.p, a.seed, a.offset,
                                      NULL);
     case E_RDN: return tile_residual_dropout_norm(&a, NULL);
-    default: return tile_add_norm_variant(first_norm_variant(), &a, NULL);
+    case E_VAR: return tile_add_norm_variant(first_norm_variant(), &a, NULL);
+    default: {
+        tile_decision d;
+        memset(&d, 0x5a, sizeof d);
+        d.struct_size = sizeof d;
+        const tile_decision copy = d;
+        const tile_status s = tile_add_norm_explain(&a, 90, &d);
+        if (s != TILE_STATUS_SUCCESS) /* a failed call writes no decision */
+            assert_int_equal(memcmp(&d, &copy, sizeof d), 0);
+        return s;
+    }
     }
 }
 
@@ -412,6 +425,7 @@ static int norm_calls; /* invalid norm calls made, for docs/reliability.md */
  * and `message` in tile_last_error(), and write nothing. */
 static void norm_expect(int line, const char *what, int entries, const norm_spec *c,
                         tile_status status, const char *message) {
+    if (entries & E_VAR) entries |= E_EXPLAIN;
     for (int e = 0; e < E_COUNT; e++) {
         if (!(entries & (1 << e))) continue;
         setup_norm(NULL);
@@ -759,6 +773,72 @@ static void test_norm_explain_arguments(void **state) {
             assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
             assert_string_equal(info.op, "norm");
             assert_int_equal(info.dtype, BF16);
+        }
+    }
+}
+
+/* tile_add_norm_explain: its own argument checks (the fields' are norm_expect's E_EXPLAIN),
+ * and on a valid call the decision the call's kind implies: a LayerNorm of x alone is what
+ * tile_norm_explain describes; dropout calls take a variant that draws it. */
+static void test_add_norm_explain(void **state) {
+    (void)state;
+    setup_norm(NULL);
+    const norm_spec base = norm_base();
+    tile_add_norm_args a = norm_args_of(&base);
+    tile_decision d;
+    memset(&d, 0x5a, sizeof d);
+    d.struct_size = sizeof d;
+    const tile_decision copy = d;
+    assert_int_equal(tile_add_norm_explain(NULL, 90, &d), INV);
+    assert_message("tile_add_norm_explain: args is NULL");
+    assert_int_equal(tile_add_norm_explain(&a, 90, NULL), INV);
+    assert_message("tile_add_norm_explain: decision is NULL");
+    assert_int_equal(tile_add_norm_explain(&a, 5, &d), INV);
+    assert_message("tile_add_norm_explain: arch is 5");
+    d.struct_size = 3;
+    assert_int_equal(tile_add_norm_explain(&a, 90, &d), INV);
+    assert_message("struct_size");
+    d.struct_size = sizeof d;
+    a.struct_size = 1;
+    assert_int_equal(tile_add_norm_explain(&a, 90, &d), INV);
+    assert_message("struct_size");
+    norm_calls += 5;
+    assert_int_equal(memcmp(&d, &copy, sizeof d), 0);
+    assert_norm_untouched();
+
+    const int64_t widths[] = {8, 1000, 4096, 65536, 1000003};
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+        for (int32_t arch = 80; arch <= 90; arch += 10) {
+            norm_spec c = norm_base();
+            c.dtype = BF16, c.rows = 64, c.cols = widths[i];
+            c.ld_y = c.ld_x = c.ld_s = c.ld_residual = widths[i];
+            /* LayerNorm of x alone, with weight and bias: tile_norm_explain's problem */
+            c.s = c.residual = ABSENT, c.weight = c.norm_bias = 0;
+            a = norm_args_of(&c);
+            tile_decision plain = {.struct_size = sizeof plain};
+            assert_int_equal(tile_norm_explain(BF16, 64, widths[i], widths[i], widths[i], 256,
+                                               arch, &plain),
+                             TILE_STATUS_SUCCESS);
+            assert_int_equal(tile_add_norm_explain(&a, arch, &d), TILE_STATUS_SUCCESS);
+            assert_string_equal(tile_last_error(), "");
+            assert_int_equal(d.variant, plain.variant);
+            /* residual + dropout(x + bias), no norm, and the fused dropout + RMSNorm: a variant
+             * that draws dropout */
+            c = norm_base();
+            c.dtype = BF16, c.rows = 64, c.cols = widths[i];
+            c.ld_y = c.ld_x = c.ld_s = c.ld_residual = widths[i];
+            c.bias = 0, c.p = 0.1f;
+            for (int k = 0; k < 2; k++) {
+                c.norm = k ? TILE_NORM_RMS : TILE_NORM_NONE;
+                c.y = k ? 0 : ABSENT;
+                a = norm_args_of(&c);
+                assert_int_equal(tile_add_norm_explain(&a, arch, &d), TILE_STATUS_SUCCESS);
+                tile_variant_info info = {.struct_size = sizeof info};
+                assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
+                assert_string_equal(info.op, "norm");
+                assert_int_equal(info.dtype, BF16);
+                assert_non_null(strstr(info.params, "DROPOUT=1"));
+            }
         }
     }
 }
@@ -1760,6 +1840,7 @@ int main(void) {
         cmocka_unit_test_setup(test_norm_variant_index, setup_norm),
         cmocka_unit_test_setup(test_norm_first_bad_argument_wins, setup_norm),
         cmocka_unit_test_setup(test_norm_explain_arguments, setup_norm),
+        cmocka_unit_test_setup(test_add_norm_explain, setup_norm),
         cmocka_unit_test(test_norm_call_count),
         cmocka_unit_test_setup(test_attention_valid, setup_attn),
         cmocka_unit_test_setup(test_attention_arguments, setup_attn),
