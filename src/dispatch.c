@@ -361,22 +361,26 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     shape_bucket(p, &rows_log2, &cols_step);
     /* Each table's nearest entry on its own (ties toward more rows); the run-time table's
      * stands unless the compiled one is strictly closer to the shape's bucket. The call's own
-     * table op first where it has one, then the variants' op. */
-    const tile_tuned_entry *best = NULL, *runtime_best = NULL;
-    int32_t best_distance = 1 << 30;
+     * table op first where it has one; the variants' op's entry replaces it only where strictly
+     * closer (a norm-less call of 100 columns takes the norm line of its own bucket over a
+     * residual_dropout line two column steps away). */
+    const tile_tuned_entry *best = NULL;
+    int32_t best_distance = 1 << 30, best_is_runtime = 0;
     const char *table_ops[2] = {p->table_op ? p->table_op : p->op, p->op};
-    for (int t = 0; t < (p->table_op ? 2 : 1) && !best; t++) {
-        const tile_tuned_entry *compiled_best = NULL;
+    for (int t = 0; t < (p->table_op ? 2 : 1); t++) {
+        const tile_tuned_entry *runtime_best = NULL, *compiled_best = NULL;
         int32_t runtime_distance = 1 << 30, compiled_distance = 1 << 30;
         nearest_entry(runtime_table, runtime_table_count, p, table_ops[t], rows_log2, cols_step,
                       &runtime_best, &runtime_distance);
         nearest_entry(tile_tuned_table, tile_tuned_count, p, table_ops[t], rows_log2, cols_step,
                       &compiled_best, &compiled_distance);
-        best = runtime_best;
-        best_distance = runtime_distance;
-        if (compiled_best && compiled_distance < runtime_distance) {
-            best = compiled_best;
-            best_distance = compiled_distance;
+        const int compiled = compiled_best && compiled_distance < runtime_distance;
+        const tile_tuned_entry *e = compiled ? compiled_best : runtime_best;
+        const int32_t distance = compiled ? compiled_distance : runtime_distance;
+        if (e && (!best || distance < best_distance)) {
+            best = e;
+            best_distance = distance;
+            best_is_runtime = !compiled;
         }
     }
     if (best) {
@@ -394,7 +398,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         snprintf(decision->reason, sizeof decision->reason,
                  "%s: %s table for sm_%d, %s%sbucket %lldx%lld%s%s",
                  tile_rule_string(decision->rule),
-                 best == runtime_best ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
+                 best_is_runtime ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
                  strcmp(best->op, p->op) ? best->op : "", strcmp(best->op, p->op) ? " " : "",
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", waves_note);

@@ -190,13 +190,13 @@ static void test_good_table_compute_ops(void **state) {
 static void expect_failure(const char *needle);
 
 /* Table ops (tuning_parse.h): a norm-less call (tile_residual_dropout's) takes its bucket's
- * residual_dropout line, a dropout + norm call the norm line; where no residual_dropout line is
- * near (none is compiled in below 256 columns), the norm-less call falls back to norm's. */
+ * residual_dropout line, a dropout + norm call the norm line; where a norm line is nearer than
+ * any residual_dropout line, the norm-less call takes the norm line. */
 #define PLANTED_NORM "norm_bf16_loop_n2048_w4_v8_d1"
 #define PLANTED_DROPOUT "norm_bf16_loop_n4096_w4_v8_d1"
 
 static tile_status explain_add_norm(tile_norm_kind norm, int64_t rows, int64_t cols,
-                                    tile_decision *d) {
+                                    int32_t arch, tile_decision *d) {
     static _Alignas(256) unsigned char buf[6][256];
     tile_add_norm_args a = {.struct_size = sizeof a, .dtype = TILE_DTYPE_BF16, .norm = norm,
                             .rows = rows, .cols = cols, .x = buf[0], .ld_x = cols,
@@ -205,29 +205,42 @@ static tile_status explain_add_norm(tile_norm_kind norm, int64_t rows, int64_t c
     if (norm != TILE_NORM_NONE) a.y = buf[4], a.ld_y = cols, a.weight = buf[5];
     memset(d, 0, sizeof *d);
     d->struct_size = sizeof *d;
-    return tile_add_norm_explain(&a, 90, d);
+    return tile_add_norm_explain(&a, arch, d);
 }
 
 static void test_table_op(void **state) {
     (void)state;
     write_table("sm_90\tnorm\tbf16\t8x64\t" PLANTED_NORM "\t1.0\t-\t0\n"
                 "sm_90\tresidual_dropout\tbf16\t8x64\t" PLANTED_DROPOUT "\t1.0\t-\t0\n"
-                "sm_90\tnorm\tbf16\t4096x64\t" PLANTED_NORM "\t1.0\t-\t0\n");
+                /* sm_80: no compiled table, so the file's lines alone decide */
+                "sm_80\tnorm\tbf16\t4096x64\t" PLANTED_NORM "\t1.0\t-\t0\n"
+                "sm_80\tnorm\tbf16\t8x128\t" PLANTED_NORM "\t1.0\t-\t0\n"
+                "sm_80\tresidual_dropout\tbf16\t8x256\t" PLANTED_DROPOUT "\t1.0\t-\t0\n");
     tile_decision d;
-    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 8, 64, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 8, 64, 90, &d), TILE_STATUS_SUCCESS);
     assert_string_equal(variant_name(d.variant), PLANTED_DROPOUT);
     assert_int_equal(d.rule, TILE_RULE_TUNED);
     assert_non_null(
         strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, residual_dropout bucket 8x64"));
-    assert_int_equal(explain_add_norm(TILE_NORM_LAYER, 8, 64, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(explain_add_norm(TILE_NORM_LAYER, 8, 64, 90, &d), TILE_STATUS_SUCCESS);
     assert_string_equal(variant_name(d.variant), PLANTED_NORM);
     assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 8x64"));
-    assert_int_equal(explain_add_norm(TILE_NORM_RMS, 8, 64, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(explain_add_norm(TILE_NORM_RMS, 8, 64, 90, &d), TILE_STATUS_SUCCESS);
     assert_string_equal(variant_name(d.variant), PLANTED_NORM);
     /* no residual_dropout line near 4096 x 64: the norm line */
-    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 4096, 64, &d), TILE_STATUS_SUCCESS);
+    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 4096, 64, 80, &d), TILE_STATUS_SUCCESS);
     assert_string_equal(variant_name(d.variant), PLANTED_NORM);
-    assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_90, bucket 4096x64"));
+    assert_non_null(strstr(d.reason, "FUSEDOPS_TUNING_FILE table for sm_80, bucket 4096x64"));
+    /* the norm line replaces the call's own only where strictly closer: at 128 columns its own
+     * bucket against a residual_dropout line two column steps away; at 192, one step from
+     * each, the residual_dropout line */
+    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 8, 128, 80, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_NORM);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_int_equal(explain_add_norm(TILE_NORM_NONE, 8, 192, 80, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(variant_name(d.variant), PLANTED_DROPOUT);
+    assert_int_equal(d.rule, TILE_RULE_NEAREST);
+    assert_non_null(strstr(d.reason, "residual_dropout bucket 8x256"));
 }
 
 /* A table op's lines name variants of its variant op. */
