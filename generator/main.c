@@ -361,9 +361,10 @@ static void read_tuned(const gen_state *st, const char *path, text *out, int *co
         if (r == 0) continue;
         const int v = line_row(st, path, line_no, &t, t.variant, 0);
         const int runner_up = t.runner_up ? line_row(st, path, line_no, &t, t.runner_up, 1) : -1;
-        text_printf(out, "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d, %.9g, %d, %.9g}, /* %s */\n",
+        text_printf(out,
+                    "    {%d, \"%s\", (tile_dtype)%d, %d, %d, %d, %.9g, %d, %.9g, %d}, /* %s */\n",
                     t.arch, t.op, t.dtype, t.rows_log2, t.cols_step, v, t.time_us, runner_up,
-                    t.runner_up_us, t.variant);
+                    t.runner_up_us, t.bandwidth_gbs, t.variant);
         (*count)++;
     }
     free(data);

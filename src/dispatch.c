@@ -91,7 +91,8 @@ static void runtime_table_load(void) {
         runtime_table[runtime_table_count++] = (tile_tuned_entry){
             t.arch,      table_op ? table_op->name : tile_registry[v].op,
             (tile_dtype)t.dtype,     t.rows_log2, t.cols_step,
-            v,           (float)t.time_us,    runner_up,               (float)t.runner_up_us};
+            v,           (float)t.time_us,    runner_up,               (float)t.runner_up_us,
+            t.bandwidth_gbs};
     }
     free(line);
     fclose(f);
@@ -139,8 +140,9 @@ static void shape_bucket(const tile_problem *p, int32_t *rows_log2, int32_t *col
  * bucket's winner first and then, for each narrower alignment, the fastest variant that takes
  * it, so an entry the call's alignment rules out leaves the next one. */
 static void nearest_entry(const tile_tuned_entry *table, int32_t count, const tile_problem *p,
-                          const char *table_op, int32_t rows_log2, int32_t cols_step,
-                          const tile_tuned_entry **best, int32_t *best_distance) {
+                          const char *table_op, int tagged, int32_t rows_log2,
+                          int32_t cols_step, const tile_tuned_entry **best,
+                          int32_t *best_distance) {
     for (int32_t i = 0; i < count; i++) {
         const tile_tuned_entry *e = &table[i];
         /* the cheap tests first: most entries are another shape's */
@@ -150,6 +152,10 @@ static void nearest_entry(const tile_tuned_entry *table, int32_t count, const ti
         int32_t distance = adr + 2 * adc;
         if (distance > *best_distance) continue;
         if (e->arch != p->arch || e->dtype != p->dtype || strcmp(e->op, table_op)) continue;
+        /* the device's own lines (tagged with its memory bandwidth), or the arch's */
+        if ((e->bandwidth_gbs != 0) != tagged ||
+            !tuning_bandwidth_matches(e->bandwidth_gbs, p->mem_bandwidth_gbs))
+            continue;
         /* Winners were timed on calls with their features: a dropout variant's entry is for
          * dropout calls, not for the plain ones it could also run (more slowly). */
         if (tile_registry[e->variant].features != p->features) continue;
@@ -185,6 +191,7 @@ int64_t tile_row_programs(const tile_variant *v, int64_t rows) {
 void tile_problem_on_device(tile_problem *p, const tile_device *device) {
     p->arch = device->arch;
     p->sm_count = device->sm_count;
+    p->mem_bandwidth_gbs = device->mem_bandwidth_gbs;
     p->smem_limit = device->smem_limit;
     p->blocks_per_sm = device->blocks_per_sm;
 }
@@ -360,20 +367,24 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     int32_t rows_log2, cols_step;
     shape_bucket(p, &rows_log2, &cols_step);
     /* Each table's nearest entry on its own (ties toward more rows); the run-time table's
-     * stands unless the compiled one is strictly closer to the shape's bucket. The call's own
-     * table op first where it has one; the variants' op's entry replaces it only where strictly
-     * closer (a norm-less call of 100 columns takes the norm line of its own bucket over a
-     * residual_dropout line two column steps away). */
+     * stands unless the compiled one is strictly closer to the shape's bucket. Candidates in
+     * order, each replacing the one before only where strictly closer: the lines tuned on a
+     * device of this one's memory bandwidth, then the arch's, for the call's own table op where
+     * it has one, then for the variants' op (a norm-less call of 100 columns takes the norm
+     * line of its own bucket over a residual_dropout line two column steps away). */
     const tile_tuned_entry *best = NULL;
     int32_t best_distance = 1 << 30, best_is_runtime = 0;
     const char *table_ops[2] = {p->table_op ? p->table_op : p->op, p->op};
-    for (int t = 0; t < (p->table_op ? 2 : 1); t++) {
+    for (int c = 0; c < (p->table_op ? 4 : 2); c++) {
+        const char *table_op = table_ops[c / 2];
+        const int tagged = c % 2 == 0;
+        if (tagged && !p->mem_bandwidth_gbs) continue;
         const tile_tuned_entry *runtime_best = NULL, *compiled_best = NULL;
         int32_t runtime_distance = 1 << 30, compiled_distance = 1 << 30;
-        nearest_entry(runtime_table, runtime_table_count, p, table_ops[t], rows_log2, cols_step,
-                      &runtime_best, &runtime_distance);
-        nearest_entry(tile_tuned_table, tile_tuned_count, p, table_ops[t], rows_log2, cols_step,
-                      &compiled_best, &compiled_distance);
+        nearest_entry(runtime_table, runtime_table_count, p, table_op, tagged, rows_log2,
+                      cols_step, &runtime_best, &runtime_distance);
+        nearest_entry(tile_tuned_table, tile_tuned_count, p, table_op, tagged, rows_log2,
+                      cols_step, &compiled_best, &compiled_distance);
         const int compiled = compiled_best && compiled_distance < runtime_distance;
         const tile_tuned_entry *e = compiled ? compiled_best : runtime_best;
         const int32_t distance = compiled ? compiled_distance : runtime_distance;
@@ -395,10 +406,12 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                      (long long)p->rows, took_winner ? "winner" : "runner-up",
                      took_winner ? winner_us : runner_up_us, took_winner ? "runner-up" : "winner",
                      took_winner ? runner_up_us : winner_us);
+        char tag[24] = ""; /* a line of this device's memory bandwidth */
+        if (best->bandwidth_gbs) snprintf(tag, sizeof tag, "@%d", (int)best->bandwidth_gbs);
         snprintf(decision->reason, sizeof decision->reason,
-                 "%s: %s table for sm_%d, %s%sbucket %lldx%lld%s%s",
+                 "%s: %s table for sm_%d%s, %s%sbucket %lldx%lld%s%s",
                  tile_rule_string(decision->rule),
-                 best_is_runtime ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch,
+                 best_is_runtime ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch, tag,
                  strcmp(best->op, p->op) ? best->op : "", strcmp(best->op, p->op) ? " " : "",
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", waves_note);
@@ -441,7 +454,7 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit, features, optional_inputs, no_tensor_maps;
+    int32_t sm_count, smem_limit, features, optional_inputs, no_tensor_maps, mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
@@ -457,7 +470,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
         c->optional_inputs == p->optional_inputs &&
-        c->no_tensor_maps == p->no_tensor_maps && c->blocks_per_sm == p->blocks_per_sm) {
+        c->no_tensor_maps == p->no_tensor_maps && c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
+        c->blocks_per_sm == p->blocks_per_sm) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -466,7 +480,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
-                           p->optional_inputs, p->no_tensor_maps, p->blocks_per_sm};
+                           p->optional_inputs, p->no_tensor_maps, p->mem_bandwidth_gbs,
+                           p->blocks_per_sm};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

@@ -30,6 +30,8 @@ typedef struct tile_device {
     int32_t arch; /* 10*major + minor */
     int32_t sm_count;
     int32_t smem_limit;     /* bytes of shared memory one program may opt in to */
+    int32_t mem_bandwidth_gbs; /* peak memory bandwidth (bus width x memory clock, double data
+                                * rate) in GB/s; 0 where the driver does not tell */
     int32_t *blocks_per_sm; /* per registry entry: resident thread blocks per SM, from the
                              * driver (0: not for this arch) */
     int32_t dependent_launch; /* 1: launches may overlap the stream's previous grid
@@ -49,6 +51,8 @@ typedef struct tile_problem {
     int32_t align;    /* largest power of two dividing every pointer and row stride in bytes */
     int32_t arch;
     int32_t sm_count;   /* 0 when unknown (explain for another arch) */
+    int32_t mem_bandwidth_gbs; /* the device's (tile_device); 0 when unknown: tuned lines
+                                * tagged with a bandwidth are then passed over */
     int32_t smem_limit; /* per-program shared memory the device allows */
     int32_t features;   /* TILE_FEATURE_* bits the call needs (0: none) */
     int32_t optional_inputs; /* 1: the call passes inputs or outputs lean variants leave out

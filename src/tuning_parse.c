@@ -58,13 +58,21 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
         snprintf(err, err_size, "expected at least 5 tab-separated columns, found %d", count);
         return -1;
     }
-    long arch = 0;
+    long arch = 0, bandwidth = 0;
     char tail;
     /* strtol, not %d: an out-of-range number must not wrap into a valid arch */
     char *end = NULL;
     if (!strncmp(cols[0], "sm_", 3)) arch = strtol(cols[0] + 3, &end, 10);
+    if (end && end != cols[0] + 3 && *end == '@' && end[1] >= '0' && end[1] <= '9') {
+        char *number = end + 1;
+        bandwidth = strtol(number, &end, 10);
+        if (bandwidth < 1 || bandwidth > 1000000) end = number; /* reported below */
+    }
     if (!end || *end || end == cols[0] + 3 || arch < 10 || arch > 10000) {
-        snprintf(err, err_size, "arch '%s' is not sm_NN", cols[0]);
+        snprintf(err, err_size,
+                 "arch '%s' is not sm_NN or sm_NN@GBPS (a device's peak memory bandwidth, 1 to "
+                 "1000000 GB/s)",
+                 cols[0]);
         return -1;
     }
     int dtype = -1;
@@ -84,6 +92,7 @@ int tuning_parse_line(char *line, tuning_line *out, char *err, size_t err_size) 
         return -1;
     }
     out->arch = (int32_t)arch;
+    out->bandwidth_gbs = (int32_t)bandwidth;
     out->op = cols[1];
     out->dtype = dtype;
     out->rows_log2 = exact_log2(rows);
@@ -113,4 +122,11 @@ const tuning_table_op *tuning_table_op_find(const char *name) {
     for (size_t i = 0; i < sizeof table_ops / sizeof *table_ops; i++)
         if (!strcmp(table_ops[i].name, name)) return &table_ops[i];
     return NULL;
+}
+
+int tuning_bandwidth_matches(int32_t line_gbs, int32_t device_gbs) {
+    if (!line_gbs) return 1;
+    /* within 10% either way: one memory configuration (H100 SXM 3352, H200 4915 GB/s) */
+    return device_gbs > 0 && (double)device_gbs >= 0.9 * line_gbs &&
+           (double)device_gbs <= 1.1 * line_gbs;
 }

@@ -9,6 +9,9 @@
 
 typedef struct tuning_line {
     int32_t arch;            /* 90 for sm_90 */
+    int32_t bandwidth_gbs;   /* sm_90@4915: the line holds on devices of about this peak memory
+                              * bandwidth alone (tuning_bandwidth_matches); 0 (plain sm_90): on
+                              * every device of the arch */
     const char *op;          /* points into the line */
     int32_t dtype;           /* tile_dtype */
     int32_t rows_log2;       /* rows bucket 2^rows_log2 */
@@ -45,6 +48,21 @@ typedef struct tuning_table_op {
 
 /* The table op `name`, or NULL where `name` is not one (a variant op, or unknown). */
 const tuning_table_op *tuning_table_op_find(const char *name);
+
+/* 1 when a line of bandwidth tag `line_gbs` holds on a device whose peak memory bandwidth is
+ * `device_gbs` (0: unknown, as in explain for a named arch): untagged lines hold everywhere,
+ * tagged ones within 10% of their tag. Winners move with the memory system: an H200 (sm_90,
+ * 4.9 TB/s) ran rows faster on other tiles than the H100 (3.4 TB/s) the table was tuned on. */
+int tuning_bandwidth_matches(int32_t line_gbs, int32_t device_gbs);
+
+/* A device's peak memory bandwidth in GB/s (the tag sm_90@GBPS compares against) from the
+ * driver's memory clock (kHz) and bus width (bits): double data rate, two transfers of
+ * bus_bits / 8 bytes a clock. 0 where either is unknown (0). One formula for the library and
+ * the tools that write tags. */
+static inline int32_t tuning_peak_bandwidth_gbs(int mem_clock_khz, int bus_bits) {
+    const double gbs = 2.0 * (double)mem_clock_khz * 1e3 * (double)bus_bits / 8.0 / 1e9;
+    return gbs >= 1.0 && gbs <= 1e6 ? (int32_t)(gbs + 0.5) : 0;
+}
 
 /* Parses `line` in place (tabs become NULs). Returns 1 for an entry, 0 for a line to skip
  * (blank, '#' comment, the header), -1 with a message in err for a malformed line. */

@@ -24,6 +24,8 @@ typedef struct support_gpu {
     int32_t arch;
     int32_t sm_count;
     int32_t smem_limit; /* shared memory one program may opt in to */
+    int32_t mem_bandwidth_gbs; /* peak, as the library reckons it (tuning_peak_bandwidth_gbs);
+                                * 0 where the driver does not tell */
     char name[128];
 } support_gpu;
 

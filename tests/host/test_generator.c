@@ -907,7 +907,10 @@ static void test_gen_tuned_tables(void **state) {
                            "sm_90\tattention\tf16\t65536x128\t"
                            "attention_f16_d128_m128_n128_w8_s2_wgmma_sm90\t900.0\t-\t0\n"
                            "sm_90\tgrouped_matmul\tbf16\t256x4096\t"
-                           "grouped_matmul_bf16_m128_n256_s4_tma_sm90\t500.0\t-\t0\n",
+                           "grouped_matmul_bf16_m128_n256_s4_tma_sm90\t500.0\t-\t0\n"
+                           /* a line kept to devices of about 4915 GB/s */
+                           "sm_90@4915\tsoftmax\tbf16\t4096x4096\tsoftmax_bf16_r1_n4096_w8_v8\t"
+                           "9.0\t-\t0\n",
                            &out);
     if (r) print_error("%s\n", out);
     free(out);
@@ -916,13 +919,15 @@ static void test_gen_tuned_tables(void **state) {
     snprintf(path, sizeof path, "%s/tuned.c", dir);
     char *tuned = slurp(path, NULL);
     assert_non_null(tuned);
-    assert_contains(tuned, "tile_tuned_count = 4;");
+    assert_contains(tuned, "tile_tuned_count = 5;");
     assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 9, 27, ");
     assert_contains(tuned, "{90, \"softmax\", (tile_dtype)2, 12, 24, ");
     assert_contains(tuned, "softmax_bf16_r1_n4096_w4_v8");
     assert_contains(tuned, "{90, \"attention\", (tile_dtype)1, 16, 14, ");
     assert_contains(tuned, "attention_f16_d128_m128_n128_w8_s2_wgmma_sm90");
     assert_contains(tuned, "{90, \"grouped_matmul\", (tile_dtype)2, 8, 24, ");
+    assert_contains(tuned, ", 4915}, /* softmax_bf16_r1_n4096_w8_v8 */");
+    assert_contains(tuned, ", 0}, /* softmax_bf16_r1_n4096_w4_v8 */");
     free(tuned);
 
     /* Errors name the TSV file and line. */
@@ -944,6 +949,8 @@ static void test_gen_tuned_tables(void **state) {
                      2, "bucket '4096x4000'");
     expect_tsv_error(dir, TSV_HEADER "gfx90\tsoftmax\tbf16\t1x1\tsoftmax_bf16_r1_n4096_w4_v8\n", 2,
                      "arch 'gfx90'");
+    expect_tsv_error(dir, TSV_HEADER "sm_90@h200\tsoftmax\tbf16\t1x1\tsoftmax_bf16_r1_n4096_w4_v8\n",
+                     2, "arch 'sm_90@h200' is not sm_NN or sm_NN@GBPS");
     expect_tsv_error(dir, TSV_HEADER "sm_90\tsoftmax\tf64\t1x1\tsoftmax_bf16_r1_n4096_w4_v8\n", 2,
                      "unknown dtype 'f64'");
     expect_tsv_error(dir, TSV_HEADER "sm_90\tsoftmax\tbf16\n", 2, "at least 5");

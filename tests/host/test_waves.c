@@ -1,6 +1,7 @@
 /* Dispatch weighs a tuned bucket's winner against its runner-up by waves (src/dispatch.c,
  * weigh_waves; docs/tuning.md): a table written to FUSEDOPS_TUNING_FILE, problems built by hand
- * with a made-up device occupancy, tile_dispatch called directly. No GPU needed. The table is
+ * with a made-up device occupancy (and memory bandwidth), tile_dispatch called directly. No GPU
+ * needed. The table is
  * read once per process, so every case shares the one written by main. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,6 +91,36 @@ static void test_not_for_attention(void **state) {
     assert_null(strstr(d.reason, "waves"));
 }
 
+/* Lines tagged with a device's peak memory bandwidth (sm_90@2000) hold on devices within 10% of
+ * it, ahead of the arch's lines; the arch's line replaces a tagged one only where strictly
+ * closer to the shape's bucket. A device of unknown bandwidth never takes a tagged line. */
+#define TAGGED "softmax_bf16_loop_n2048_w8_v8"
+static void test_device_bandwidth_lines(void **state) {
+    (void)state;
+    tile_decision d;
+    tile_problem p = problem(1024, 16384, 16);
+    p.blocks_per_sm = NULL; /* (no waves) */
+    const struct { int32_t gbs; const char *variant; } cases[] = {
+        {2000, TAGGED}, {1820, TAGGED}, {2190, TAGGED}, {1790, LOOP}, {2210, LOOP}, {0, LOOP}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        p.mem_bandwidth_gbs = cases[i].gbs;
+        assert_string_equal(dispatched(&p, &d), cases[i].variant);
+        assert_int_equal(d.rule, TILE_RULE_TUNED);
+        assert_non_null(strstr(d.reason, strcmp(cases[i].variant, LOOP)
+                                              ? "FUSEDOPS_TUNING_FILE table for sm_90@2000, bucket"
+                                              : "FUSEDOPS_TUNING_FILE table for sm_90, bucket"));
+    }
+    /* the tagged line at 4096 x 16384 is one rows bucket from 8192 x 16384, the compiled
+     * table's line for it none: the compiled line */
+    p = problem(8192, 16384, 16);
+    p.blocks_per_sm = NULL;
+    p.mem_bandwidth_gbs = 2000;
+    assert_string_not_equal(dispatched(&p, &d), STAGED);
+    assert_non_null(strstr(d.reason, "compiled table for sm_90, bucket 8192x16384"));
+    p.rows = 4096;
+    assert_string_equal(dispatched(&p, &d), STAGED);
+}
+
 /* The parser reads the times and the runner-up; a bad time or an empty runner-up is an error. */
 static void test_parse_times(void **state) {
     (void)state;
@@ -115,6 +146,26 @@ static void test_parse_times(void **state) {
     char empty[] = "sm_90\tsoftmax\tbf16\t256x65536\t" STAGED "\t1.0\t\t2";
     assert_int_equal(tuning_parse_line(empty, &t, err, sizeof err), -1);
     assert_non_null(strstr(err, "runner_up is empty"));
+    /* the arch column's bandwidth tag */
+    assert_int_equal(t.bandwidth_gbs, 0);
+    char tagged[] = "sm_90@4915\tsoftmax\tbf16\t256x65536\t" STAGED;
+    assert_int_equal(tuning_parse_line(tagged, &t, err, sizeof err), 1);
+    assert_int_equal(t.arch, 90);
+    assert_int_equal(t.bandwidth_gbs, 4915);
+    const char *const bad_tags[] = {"sm_90@", "sm_90@0", "sm_90@-5", "sm_90@12x", "sm_90@@1",
+                                    "sm_90@1000001", "sm_@90"};
+    for (size_t i = 0; i < sizeof bad_tags / sizeof *bad_tags; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "%s\tsoftmax\tbf16\t256x65536\t" STAGED, bad_tags[i]);
+        assert_int_equal(tuning_parse_line(line, &t, err, sizeof err), -1);
+        assert_non_null(strstr(err, "is not sm_NN or sm_NN@GBPS"));
+    }
+    /* the formula both the library and tune use: an H100 SXM's and an H200's */
+    assert_int_equal(tuning_peak_bandwidth_gbs(2619000, 5120), 3352);
+    assert_int_equal(tuning_peak_bandwidth_gbs(3201000, 6144), 4917);
+    assert_int_equal(tuning_peak_bandwidth_gbs(0, 6144), 0);
+    assert_int_equal(tuning_bandwidth_matches(0, 0), 1);
+    assert_int_equal(tuning_bandwidth_matches(4915, 0), 0);
 }
 
 int main(void) {
@@ -126,7 +177,11 @@ int main(void) {
           "sm_90\tsoftmax\tbf16\t256x49152\t" SCALAR "\t20.00\t" LOOP "\t10.00\n"
           "sm_90\tsoftmax\tbf16\t256x32768\t" STAGED "\n"
           "sm_90\tattention\tbf16\t32768x128\tattention_bf16_d128_m64_n64_w4\t100\t"
-          "attention_bf16_d128_m128_n64_w8\t100.5\n",
+          "attention_bf16_d128_m128_n64_w8\t100.5\n"
+          "sm_90\tsoftmax\tbf16\t1024x16384\t" LOOP "\n"
+          /* a made-up memory system (the compiled table has lines for an H200's, 4814) */
+          "sm_90@2000\tsoftmax\tbf16\t1024x16384\t" TAGGED "\n"
+          "sm_90@2000\tsoftmax\tbf16\t4096x16384\t" STAGED "\n",
           f);
     fclose(f);
     setenv("FUSEDOPS_TUNING_FILE", path, 1);
@@ -139,6 +194,7 @@ int main(void) {
         cmocka_unit_test(test_no_occupancy),
         cmocka_unit_test(test_runner_up_not_eligible_or_untimed),
         cmocka_unit_test(test_not_for_attention),
+        cmocka_unit_test(test_device_bandwidth_lines),
         cmocka_unit_test(test_parse_times),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
