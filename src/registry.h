@@ -45,7 +45,7 @@ typedef struct tile_tuned_entry {
     int32_t runner_up; /* index into tile_registry, or -1 */
     float runner_up_us;
     int32_t bandwidth_gbs; /* holds on devices of about this peak memory bandwidth alone (an
-                            * arch column sm_90@4915); 0: every device of the arch */
+                            * arch column sm_90@4814); 0: every device of the arch */
 } tile_tuned_entry;
 
 extern const tile_tuned_entry tile_tuned_table[];

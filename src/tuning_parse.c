@@ -126,7 +126,8 @@ const tuning_table_op *tuning_table_op_find(const char *name) {
 
 int tuning_bandwidth_matches(int32_t line_gbs, int32_t device_gbs) {
     if (!line_gbs) return 1;
-    /* within 10% either way: one memory configuration (H100 SXM 3352, H200 4915 GB/s) */
+    /* within 10% either way: one memory configuration (an H100 SXM reckons 3352, the lent H200
+     * 4814 GB/s) */
     return device_gbs > 0 && (double)device_gbs >= 0.9 * line_gbs &&
            (double)device_gbs <= 1.1 * line_gbs;
 }

@@ -9,7 +9,7 @@
 
 typedef struct tuning_line {
     int32_t arch;            /* 90 for sm_90 */
-    int32_t bandwidth_gbs;   /* sm_90@4915: the line holds on devices of about this peak memory
+    int32_t bandwidth_gbs;   /* sm_90@4814: the line holds on devices of about this peak memory
                               * bandwidth alone (tuning_bandwidth_matches); 0 (plain sm_90): on
                               * every device of the arch */
     const char *op;          /* points into the line */

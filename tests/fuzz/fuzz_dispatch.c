@@ -604,17 +604,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            (const void *)(base + 0x100000 + x_off), rows, cols, ld_y, ld_x,
                            &align) == TILE_STATUS_SUCCESS) {
         CHECK(align >= 1 && align <= 256 && (align & (align - 1)) == 0);
-        /* Two devices of this arch (SM counts and shared-memory limits may differ: SKUs, MIG
-         * slices); the second may not be given the first one's cached decision. */
+        /* Two devices of this arch (SM counts, shared-memory limits and memory bandwidths may
+         * differ: SKUs, MIG slices); the second may not be given the first one's cached
+         * decision. */
         static const char op[] = "softmax"; /* the cache compares op by address */
         for (int device = 0; device < 2; device++) {
             const int32_t sms = device ? sm_count2 : sm_count;
             const uint32_t sel = device ? smem_sel >> 12 : smem_sel;
             const int32_t smem_limit = (sel & 1) ? (int32_t)(((sel >> 1) & 0x7ff) * 128)
                                                  : tile_arch_smem_limit(arch_ok);
+            /* a memory bandwidth drawn from the SM count: unknown (0) one time in five, else
+             * 0..5999 GB/s, across the tags of the compiled lines (sm_90@4814) */
+            const uint32_t h = (uint32_t)sms * 2654435761u;
+            const int32_t gbs = (h >> 28) % 5 == 0 ? 0 : (int32_t)((h >> 8) % 6000);
             tile_problem p = {.op = "softmax", .dtype = dtype, .rows = rows, .cols = cols,
                               .align = align, .arch = arch_ok, .sm_count = sms,
-                              .smem_limit = smem_limit};
+                              .smem_limit = smem_limit, .mem_bandwidth_gbs = gbs};
             tile_decision full;
             full.struct_size = sizeof full;
             tile_status sd = tile_dispatch(&p, &full);

@@ -95,13 +95,19 @@ static void test_lean_twins(void **state) {
         assert_int_equal(v.max_cols, w.max_cols);
         assert_int_equal(v.threads, w.threads);
     }
-    assert_int_equal(leans, 18);
+    assert_int_equal(leans, 30); /* rowslean 12, rowslean1024 6, rowsleannc 12 */
     assert_true(paired > leans); /* the rowsreg tiles share their rows siblings' twins */
     const int32_t lean = tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0_lean");
     assert_true(lean >= 0);
     assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0")), lean);
     assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0_reg40")),
                      lean);
+    /* the read-only-path tile pairs with its own twin, not the evict-first one's */
+    const int32_t lean_nc = tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0_nc_lean");
+    assert_true(lean_nc >= 0 && lean_nc != lean);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d0_nc")),
+                     lean_nc);
+    assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w8_v8_d0_nc")), -1);
     assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_r1_n8192_w16_v8_d1")), -1);
     assert_int_equal(support_lean_twin_of(tile_variant_find("norm_bf16_loop_n8192_w16_v8_d0")), -1);
     assert_int_equal(support_lean_twin_of(tile_variant_find("softmax_bf16_r1_n8192_w16_v8")), -1);
