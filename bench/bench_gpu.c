@@ -29,18 +29,16 @@ int bench_gpu_open(bench_gpu_info *info, const char **why) {
     snprintf(info->name, sizeof info->name, "%s", gpu.name);
     info->arch = gpu.arch;
     info->sm_count = gpu.sm_count;
-    int driver = 0, l2 = 0, mem_khz = 0, bus_bits = 0;
+    int driver = 0, l2 = 0, mem_khz = 0;
     CHECK(d->cuDriverGetVersion(&driver));
     CHECK(d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, gpu.device));
     info->driver_version = driver;
     info->l2_bytes = l2;
-    /* Two transfers per memory clock; newer drivers may stop reporting these. */
+    /* the library's figure (0 where the driver does not report the clock or the bus) */
+    info->dram_nominal_gbps = gpu.mem_bandwidth_gbs;
     if (d->cuDeviceGetAttribute(&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, gpu.device) ==
-            CUDA_SUCCESS &&
-        d->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
-                                gpu.device) == CUDA_SUCCESS)
-        info->dram_nominal_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9;
-    info->mem_clock_mhz = mem_khz / 1000;
+        CUDA_SUCCESS)
+        info->mem_clock_mhz = mem_khz / 1000;
     int sm_khz = 0;
     if (d->cuDeviceGetAttribute(&sm_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, gpu.device) == CUDA_SUCCESS)
         info->sm_clock_mhz = sm_khz / 1000;

@@ -1548,10 +1548,15 @@ static int cmd_tune(int argc, char **argv) {
     tune_run r = {.gpu = &gpu, .out = out, .verify = verify, .tty = isatty(fileno(stderr)),
                   .times = times, .shapes = (const int64_t(*)[2])user_shapes, .nshapes = nuser};
     if (!verify) {
-        /* the tag that would keep these lines to devices like this one (docs/tuning.md) */
-        fprintf(out, "# %s: sm_%d, %d SMs, peak memory bandwidth %d GB/s (tag: sm_%d@%d)\n",
-                gpu.name, gpu.arch, gpu.sm_count, gpu.mem_bandwidth_gbs, gpu.arch,
-                gpu.mem_bandwidth_gbs);
+        /* the tag that would keep these lines to devices like this one (docs/tuning.md);
+         * none where the driver does not report the bandwidth */
+        if (gpu.mem_bandwidth_gbs > 0)
+            fprintf(out, "# %s: sm_%d, %d SMs, peak memory bandwidth %d GB/s (tag: sm_%d@%d)\n",
+                    gpu.name, gpu.arch, gpu.sm_count, gpu.mem_bandwidth_gbs, gpu.arch,
+                    gpu.mem_bandwidth_gbs);
+        else
+            fprintf(out, "# %s: sm_%d, %d SMs, peak memory bandwidth not reported (no tag)\n",
+                    gpu.name, gpu.arch, gpu.sm_count);
         fprintf(out, "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n");
     }
     if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL) tune_compute(&r, op, o.dtype, &range);

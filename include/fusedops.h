@@ -141,7 +141,9 @@ typedef struct tile_decision {
  * launching it. `pointer_align` is the largest power of two dividing both the x and y
  * addresses (pass 16 for typical allocations). `arch` is 10*major+minor, or 0 for the current
  * device (which then needs a driver and a context); for a given arch the heuristic assumes
- * 132 multiprocessors. Validation and statuses as tile_softmax, plus INVALID_ARGUMENT for a
+ * 132 multiprocessors, and tuned lines kept to one memory system (docs/tuning.md) are passed
+ * over, so on such a device the call itself may take another variant than explain for its
+ * arch names: pass 0 there. Validation and statuses as tile_softmax, plus INVALID_ARGUMENT for a
  * NULL or too small decision, a pointer_align that is not a power of two, or an arch below
  * 10. On failure *decision is not written.
  */

@@ -18,7 +18,7 @@ import argparse
 import re
 import sys
 
-TAG = re.compile(r"\(tag: (sm_\d+@\d+)\)")
+TAG = re.compile(r"\(tag: (sm_\d+@[1-9]\d*)\)")
 
 
 def key(line):

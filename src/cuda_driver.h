@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#include "tuning_parse.h"
+
 /* Every driver entry point used anywhere in the project. cuda.h maps some names to versioned
  * symbols (cuMemAlloc -> cuMemAlloc_v2); the table holds whatever the macro names. */
 #define TILE_DRIVER_FUNCTIONS(X) \
@@ -68,5 +70,18 @@ const tile_driver *tile_driver_get(const char **why);
 
 /* "CUDA_ERROR_..." for a driver result (needs the driver loaded; else "an unknown CUDA error"). */
 const char *tile_driver_error_name(CUresult result);
+
+/* The device's peak memory bandwidth in GB/s (tuning_peak_bandwidth_gbs of its memory clock and
+ * bus width, which dispatch matches tagged table lines against), or 0 where the driver reports
+ * either not: then it is unknown, which only passes over such lines. */
+static inline int32_t tile_driver_peak_bandwidth_gbs(const tile_driver *d, CUdevice device) {
+    int mem_clock_khz = 0, bus_bits = 0;
+    if (d->cuDeviceGetAttribute(&mem_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, device) !=
+            CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, device) !=
+            CUDA_SUCCESS)
+        return 0;
+    return tuning_peak_bandwidth_gbs(mem_clock_khz, bus_bits);
+}
 
 #endif

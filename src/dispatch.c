@@ -18,9 +18,10 @@ int32_t tile_arch_smem_limit(int32_t arch) {
 }
 
 /* ---------------------------------------------------------------- run-time tuned table */
-/* FUSEDOPS_TUNING_FILE names a table (same format as autotune_results/) loaded once; its
- * entries take precedence over the compiled ones. A malformed file fails every call that
- * dispatches, with file:line in the message, rather than being ignored. */
+/* FUSEDOPS_TUNING_FILE names a table (same format as autotune_results/) loaded once; within each
+ * set of lines dispatch weighs (tile_dispatch) its entries win ties with the compiled ones. A
+ * malformed file fails every call that dispatches, with file:line in the message, rather than
+ * being ignored. */
 static pthread_once_t runtime_table_once = PTHREAD_ONCE_INIT;
 static tile_tuned_entry *runtime_table;
 static int32_t runtime_table_count;
@@ -465,6 +466,10 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     /* the same shape with and without dropout or optional inputs (a transformer block's
      * RMSNorm and its fused add-and-norm) must not take turns evicting each other */
     h ^= (uint64_t)(p->features * 0x3d + p->optional_inputs * 0x1f1) * 0x94d049bb133111ebull;
+    /* nor residual_dropout beside residual_dropout_norm of one shape (same features and
+     * inputs; a table op apart), nor two devices of one arch but other memory systems */
+    h ^= (uint64_t)((p->table_op != NULL) + 2 * (uint32_t)p->mem_bandwidth_gbs) *
+         0xff51afd7ed558ccdull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
@@ -574,9 +579,11 @@ tile_status tile_explain_problem(const char *fn, tile_problem *p, int32_t arch,
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: arch is %d; give 10*major+minor (90 = sm_90) or 0", fn, arch);
     } else {
-        /* another arch: no SM count or occupancy (the heuristic assumes 132 SMs) */
+        /* another arch: no SM count, occupancy or memory bandwidth (the heuristic assumes 132
+         * SMs; lines kept to one memory system are passed over) */
         p->arch = arch;
         p->sm_count = 0;
+        p->mem_bandwidth_gbs = 0;
         p->smem_limit = tile_arch_smem_limit(arch);
         p->blocks_per_sm = NULL;
     }

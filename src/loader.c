@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "internal.h"
-#include "tuning_parse.h"
 
 /* The fatbinary, embedded by fatbin.S (.incbin). */
 extern const unsigned char tile_fatbin_start[];
@@ -88,16 +87,8 @@ static tile_status device_setup(const tile_driver *d, CUdevice ordinal, tile_dev
     out->arch = major * 10 + minor;
     out->sm_count = sms;
     out->smem_limit = smem_limit;
-    /* Peak memory bandwidth, for tuned lines kept to one memory system (dispatch.c): a driver
-     * that does not report the clock or the bus leaves it unknown (0), which only passes over
-     * such lines. */
-    int mem_clock_khz = 0, bus_bits = 0;
-    if (d->cuDeviceGetAttribute(&mem_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
-                                ordinal) != CUDA_SUCCESS ||
-        d->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
-                                ordinal) != CUDA_SUCCESS)
-        mem_clock_khz = bus_bits = 0;
-    out->mem_bandwidth_gbs = tuning_peak_bandwidth_gbs(mem_clock_khz, bus_bits);
+    /* for tuned lines kept to one memory system (dispatch.c) */
+    out->mem_bandwidth_gbs = tile_driver_peak_bandwidth_gbs(d, ordinal);
     /* Programmatic dependent launch (a launch may start while the grid ahead of it in the
      * stream finishes) is safe only if every kernel that can run here waits for that grid
      * first (tile::grid_dependency_sync): images built for compute_90 and up do, the sm_80

@@ -1,5 +1,4 @@
 #include "support.h"
-#include "tuning_parse.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -36,13 +35,7 @@ int support_gpu_open(support_gpu *gpu, const char **why) {
         return -1;
     }
     gpu->arch = major * 10 + minor;
-    int mem_clock_khz = 0, bus_bits = 0; /* unknown (0) where the driver does not tell */
-    if (d->cuDeviceGetAttribute(&mem_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
-                                gpu->device) != CUDA_SUCCESS ||
-        d->cuDeviceGetAttribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
-                                gpu->device) != CUDA_SUCCESS)
-        mem_clock_khz = bus_bits = 0;
-    gpu->mem_bandwidth_gbs = tuning_peak_bandwidth_gbs(mem_clock_khz, bus_bits);
+    gpu->mem_bandwidth_gbs = tile_driver_peak_bandwidth_gbs(d, gpu->device);
     return 0;
 }
 

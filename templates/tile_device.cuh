@@ -157,7 +157,8 @@ template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
 
 // How a load treats the caches: evict_first for the last read of data (ld.global.cs);
 // read_only through the non-coherent path (ld.global.nc), for data no thread writes during the
-// kernel; plain (ld.global), which the compiler cannot move across a barrier, for small
+// kernel, or (in place: y == x, s == residual) only the thread that read it, after its one
+// read: no element is read through it after it was written; plain (ld.global), which the compiler cannot move across a barrier, for small
 // vectors read after a row reduction, so their registers are not held through it.
 enum class hint { evict_first, read_only, plain };
 

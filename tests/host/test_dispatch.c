@@ -595,7 +595,8 @@ static void test_tuned_table(void **state) {
         int listed = 0;
         for (int32_t j = 0; j < tile_tuned_count; j++) {
             const tile_tuned_entry *f = &tile_tuned_table[j];
-            if (f->arch == e->arch && f->dtype == e->dtype && !strcmp(f->op, e->op) &&
+            if (f->arch == e->arch && f->bandwidth_gbs == e->bandwidth_gbs &&
+                f->dtype == e->dtype && !strcmp(f->op, e->op) &&
                 f->rows_log2 == e->rows_log2 && f->cols_step == e->cols_step &&
                 (f->variant == d.variant || tile_registry[f->variant].lean_twin == d.variant))
                 listed = 1; /* the entry, or its lean twin in its place */

@@ -160,7 +160,8 @@ static void test_parse_times(void **state) {
         assert_int_equal(tuning_parse_line(line, &t, err, sizeof err), -1);
         assert_non_null(strstr(err, "is not sm_NN or sm_NN@GBPS"));
     }
-    /* the formula both the library and tune use: an H100 SXM's and an H200's */
+    /* the formula both the library and tune use: an H100 SXM's, and an H200 at its spec
+     * memory clock (the lent one reported a lower clock: 4814) */
     assert_int_equal(tuning_peak_bandwidth_gbs(2619000, 5120), 3352);
     assert_int_equal(tuning_peak_bandwidth_gbs(3201000, 6144), 4917);
     assert_int_equal(tuning_peak_bandwidth_gbs(0, 6144), 0);
