@@ -23,9 +23,12 @@ for tool in clang clang++; do
 done
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
+  # the main build's fatbinary where it has one of the same kernels (cmake/fatbin.sh)
+  kernels_from=""
+  [ -d "${BUILD_DIR:-build}" ] && kernels_from=$(cd "${BUILD_DIR:-build}" && pwd)
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DFUSEDOPS_FUZZ=ON -DFUSEDOPS_BUILD_BENCH=OFF >/dev/null
+    -DFUSEDOPS_FUZZ=ON -DFUSEDOPS_BUILD_BENCH=OFF -DFUSEDOPS_KERNELS_FROM="$kernels_from" >/dev/null
 fi
 cmake --build "$build" --target fuzzers -j "$(nproc)"
 

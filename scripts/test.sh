@@ -33,9 +33,11 @@ done_section "tests"
 
 if [ "${SANITIZE:-1}" != 0 ]; then
   section "ASan + UBSan build ($asan_build)"
+  # (host code differs from the first build's, the kernels do not: their fatbinary is reused)
   cmake -S . -B "$asan_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
-    -DFUSEDOPS_SANITIZE=ON -DFUSEDOPS_BUILD_BENCH=OFF >/dev/null
+    -DFUSEDOPS_SANITIZE=ON -DFUSEDOPS_BUILD_BENCH=OFF \
+    -DFUSEDOPS_KERNELS_FROM="$(cd "$build" && pwd)" >/dev/null
   cmake --build "$asan_build" -j "$(nproc)"
   done_section "ASan + UBSan build"
 
