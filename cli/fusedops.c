@@ -1486,23 +1486,23 @@ static int cmd_tune(int argc, char **argv) {
         else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
-    /* the table ops tune knows, and the calls each is timed through (the row-wise ones' passes) */
+    /* the ops tune knows, by their table op (op_info's `table`), and the calls each is timed
+     * through (the row-wise ones' passes) */
 #define PASSES(p) p, (int)(sizeof p / sizeof *p)
     static const struct {
-        const char *table;
         cli_op op;
         const tune_pass *passes;
         int npasses;
-    } tuned_ops[] = {{"softmax", OP_SOFTMAX, PASSES(softmax_passes)},
-                     {"norm", OP_LAYERNORM, PASSES(norm_passes)},
-                     {"residual_dropout", OP_RESIDUAL_DROPOUT, PASSES(residual_dropout_passes)},
-                     {"attention", OP_ATTENTION, NULL, 0},
-                     {"grouped_matmul", OP_GROUPED_MATMUL, NULL, 0}};
+    } tuned_ops[] = {{OP_SOFTMAX, PASSES(softmax_passes)},
+                     {OP_LAYERNORM, PASSES(norm_passes)},
+                     {OP_RESIDUAL_DROPOUT, PASSES(residual_dropout_passes)},
+                     {OP_ATTENTION, NULL, 0},
+                     {OP_GROUPED_MATMUL, NULL, 0}};
 #undef PASSES
     const char *table = o.op ? o.op : "softmax";
     int which = -1;
     for (int i = 0; i < (int)(sizeof tuned_ops / sizeof *tuned_ops); i++)
-        if (!strcmp(table, tuned_ops[i].table)) which = i;
+        if (!strcmp(table, op_info[tuned_ops[i].op].table)) which = i;
     if (which < 0)
         return usage("tune knows the ops: softmax, norm, residual_dropout, attention, "
                      "grouped_matmul");

@@ -338,8 +338,7 @@ static int find_row(const gen_state *st, const char *name) {
 static int line_row(const gen_state *st, const char *path, int line_no, const tuning_line *t,
                     const char *name, int runner_up) {
     const int v = find_row(st, name);
-    const tuning_table_op *table_op = tuning_table_op_find(t->op);
-    const char *op = table_op ? table_op->variant_op : t->op;
+    const char *op = tuning_variant_op(t->op);
     if (v >= 0 && !strcmp(st->rows[v].op, op) && st->rows[v].dtype == t->dtype) return v;
     if (v < 0 && !runner_up) die("%s:%d: unknown variant '%s'", path, line_no, name);
     die("%s:%d: %s '%s' is not a %s %s variant", path, line_no, runner_up ? "runner-up" : "variant",

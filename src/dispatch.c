@@ -34,8 +34,7 @@ static char runtime_table_message[384];
 static int32_t line_variant(const tuning_line *t, const char *name, int runner_up, char *err,
                             size_t err_size) {
     const int32_t v = tile_variant_find(name);
-    const tuning_table_op *table_op = tuning_table_op_find(t->op);
-    const char *op = table_op ? table_op->variant_op : t->op;
+    const char *op = tuning_variant_op(t->op);
     if (v >= 0 && !strcmp(tile_registry[v].op, op) && (int)tile_registry[v].dtype == t->dtype)
         return v;
     const char *role = runner_up ? "runner-up" : "variant";

@@ -124,6 +124,11 @@ const tuning_table_op *tuning_table_op_find(const char *name) {
     return NULL;
 }
 
+const char *tuning_variant_op(const char *op) {
+    const tuning_table_op *table_op = tuning_table_op_find(op);
+    return table_op ? table_op->variant_op : op;
+}
+
 int tuning_bandwidth_matches(int32_t line_gbs, int32_t device_gbs) {
     if (!line_gbs) return 1;
     /* within 10% either way: one memory configuration (an H100 SXM reckons 3352, the lent H200

@@ -49,6 +49,9 @@ typedef struct tuning_table_op {
 /* The table op `name`, or NULL where `name` is not one (a variant op, or unknown). */
 const tuning_table_op *tuning_table_op_find(const char *name);
 
+/* The op of the variants a line of op column `op` names: a table op's variant op, else `op`. */
+const char *tuning_variant_op(const char *op);
+
 /* 1 when a line of bandwidth tag `line_gbs` holds on a device whose peak memory bandwidth is
  * `device_gbs` (0: unknown, as in explain for a named arch): untagged lines hold everywhere,
  * tagged ones within 10% of their tag. Winners move with the memory system: an H200 (sm_90,

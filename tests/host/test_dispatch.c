@@ -566,7 +566,7 @@ static void test_tuned_table(void **state) {
         assert_in_range(e->variant, 0, tile_registry_count - 1);
         const tile_variant *v = &tile_registry[e->variant];
         const tuning_table_op *table_op = tuning_table_op_find(e->op);
-        assert_string_equal(v->op, table_op ? table_op->variant_op : e->op);
+        assert_string_equal(v->op, tuning_variant_op(e->op));
         assert_int_equal(v->dtype, e->dtype);
         const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
         tile_problem p = {.op = v->op, .dtype = e->dtype, .rows = rows, .cols = cols, .align = 16,
