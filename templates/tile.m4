@@ -84,6 +84,12 @@ tile::frag<$2> $1; tile::load<$2, TILE_EVICT_FIRST>($1, (const T *)($3), $4, $5,
 # tile t (a prefetch into a second register buffer).
 m4_define(<|TILE_LOAD_INTO|>, <|TILE_ARGS(<|TILE_LOAD_INTO|>, <|$9|>, 9)m4_dnl
 tile::load<$2, tile::hint::evict_first>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
+# TILE_LOAD_WITH(t, u, L, ptr_t, ld_t, ptr_u, ld_u, row, rows, col0, cols, other, again|last):
+# declares tiles t and u; loads t from ptr_t (as TILE_LOAD for `again`, data read again later;
+# as TILE_LOAD_LAST for `last`) and, where ptr_u is not NULL, u from ptr_u (as TILE_LOAD_LAST),
+# the same rows and columns, with both tiles' reads in flight at once.
+m4_define(<|TILE_LOAD_WITH|>, <|TILE_ARGS(<|TILE_LOAD_WITH|>, <|$13|>, 13)m4_dnl
+tile::frag<$3> $1, $2; tile::load_with<$3, m4_ifelse($13, again, tile::hint::read_only, $13, last, TILE_EVICT_FIRST, <|TILE_ERROR(<|TILE_LOAD_WITH: again or last, not $13|>)|>), TILE_EVICT_FIRST>($1, (const T *)($4), $5, $2, (const T *)($6), $7, $8, $9, $10, $11, $12)|>)
 # TILE_COPY(dst, src): dst = a copy of tile src (registers; frees src for the next load).
 m4_define(<|TILE_COPY|>, <|auto $1 = $2|>)
 # TILE_STORE(ptr, t, row, rows, col0, cols, ld): ptr[row, col0 + c] = t[c], in bounds only.
@@ -153,6 +159,18 @@ tile::apply_with($1, $2, [&](float v, float u) { return $3; })|>)
 # row, col) is >= threshold, kept ones scaled by scale, dropped ones 0; keep = which were kept.
 m4_define(<|TILE_DROPOUT|>, <|TILE_ARGS(<|TILE_DROPOUT|>, <|$9|>, 9)m4_dnl
 tile::keep_bits<$2> $3; tile::dropout<$2>($1, $3, $4, $5, $6, $7, $8, $9)|>)
+# TILE_DROPOUT_DRAW(keep, L, row, col0, seed, offset, threshold): keep = which elements of tile
+# col0 of `row` dropout keeps: element (row, col) iff its Philox4x32-10 word for (seed, offset,
+# row, col) is >= threshold: TILE_DROPOUT's draws alone. No tile data: a kernel may draw before
+# it loads the tile.
+m4_define(<|TILE_DROPOUT_DRAW|>, <|TILE_ARGS(<|TILE_DROPOUT_DRAW|>, <|$7|>, 7)m4_dnl
+tile::dropout_draw<$2>($1, $3, $4, $5, $6, $7)|>)
+# TILE_KEEP_BITS(keep, L): declares keep, dropout's keep bits for one tile of a thread.
+m4_define(<|TILE_KEEP_BITS|>, <|tile::keep_bits<$2> $1 = {0}|>)
+# TILE_DROPOUT_APPLY(t, keep, scale): dropout in place over t by keep (TILE_DROPOUT_DRAW): kept
+# elements scaled by scale, dropped ones 0.
+m4_define(<|TILE_DROPOUT_APPLY|>, <|TILE_ARGS(<|TILE_DROPOUT_APPLY|>, <|$3|>, 3)m4_dnl
+tile::dropout_apply($1, $2, $3)|>)
 # TILE_STORE_KEEP(ptr, keep, L, row, rows, col0, cols, ld): ptr[row * ld + col] = 1 where
 # dropout kept the element, 0 where it dropped it (bytes), in bounds only.
 m4_define(<|TILE_STORE_KEEP|>, <|TILE_ARGS(<|TILE_STORE_KEEP|>, <|$8|>, 8)m4_dnl

@@ -183,8 +183,9 @@ template <typename L, typename T> __device__ __forceinline__ void write_vector(T
     *reinterpret_cast<vec_t<L::VEC, T> *>(dst) = w;
 }
 
-// The masked read shared by load and stage_load: tile columns [0, BLOCK_N) of a row at p, whose
-// first `limit` columns exist. whole(out, c) reads the whole vector at column c; `spare` is a
+// The masked read shared by load, load_pair and stage_load: tile columns [0, BLOCK_N) of a row
+// of each of N tensors at p[j], whose first `limit` columns exist. whole(j, out, c) reads
+// tensor j's whole vector at column c; `spare` is a
 // column whole() may always read for this thread once the row has a whole vector (its value is
 // dropped). A vector straddling the end takes element reads from p; lanes outside the row read
 // as `other`. A whole tile (every tile but a row's last, and a row exactly BLOCK_N wide) takes
@@ -192,29 +193,38 @@ template <typename L, typename T> __device__ __forceinline__ void write_vector(T
 // each reads a column clamped into the row (spare past the end) and a select drops it, so a
 // thread's reads are all in flight at once. Behind a branch each, they went one after another
 // (the branch held each vector's unpack): a scalar 4096-column tile ran 3x slower on 3072
-// columns than on 4096.
-template <typename L, typename T, typename Whole>
-__device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, int64_t limit,
-                                          float other, int spare, Whole whole) {
+// columns than on 4096. The N tensors' whole-vector reads share one block, so all are in flight
+// together before any is unpacked (x and the residual: perf-notes K16).
+template <int N, typename L, typename T, typename Whole>
+__device__ __forceinline__ void read_tiles(frag<L> *const (&t)[N], const T *const (&p)[N],
+                                           bool row_ok, int64_t limit, float other, int spare,
+                                           Whole whole) {
     if (row_ok && limit >= L::BLOCK_N) {
 #pragma unroll
-        for (int i = 0; i < L::ITERS; i++) whole(t.v[i], L::col(i));
+        for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+            for (int j = 0; j < N; j++) whole(j, t[j]->v[i], L::col(i));
         return;
     }
     if (!row_ok || limit < L::VEC) { /* no whole vector (p may lie past the tensor) */
 #pragma unroll
-        for (int i = 0; i < L::ITERS; i++)
+        for (int j = 0; j < N; j++)
 #pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = other;
+            for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+                for (int k = 0; k < L::VEC; k++) t[j]->v[i][k] = other;
     } else {
 #pragma unroll
         for (int i = 0; i < L::ITERS; i++) {
             const int c = L::col(i);
             const bool in = c + L::VEC <= limit;
-            float x[L::VEC];
-            whole(x, in ? c : spare);
 #pragma unroll
-            for (int k = 0; k < L::VEC; k++) t.v[i][k] = in ? x[k] : other;
+            for (int j = 0; j < N; j++) {
+                float x[L::VEC];
+                whole(j, x, in ? c : spare);
+#pragma unroll
+                for (int k = 0; k < L::VEC; k++) t[j]->v[i][k] = in ? x[k] : other;
+            }
         }
     }
     if (L::VEC > 1 && row_ok && limit % L::VEC != 0) { /* the vector straddling the end */
@@ -223,11 +233,22 @@ __device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, i
             const int c = L::col(i);
             if (c < limit && c + L::VEC > limit) {
 #pragma unroll
-                for (int k = 0; k < L::VEC; k++)
-                    if (c + k < limit) t.v[i][k] = to_float(p[c + k]);
+                for (int j = 0; j < N; j++)
+#pragma unroll
+                    for (int k = 0; k < L::VEC; k++)
+                        if (c + k < limit) t[j]->v[i][k] = to_float(p[j][c + k]);
             }
         }
     }
+}
+// One tensor's: whole(out, c).
+template <typename L, typename T, typename Whole>
+__device__ __forceinline__ void read_tile(frag<L> &t, const T *p, bool row_ok, int64_t limit,
+                                          float other, int spare, Whole whole) {
+    frag<L> *const ts[1] = {&t};
+    const T *const ps[1] = {p};
+    read_tiles<1, L>(ts, ps, row_ok, limit, other, spare,
+                     [&](int, float *out, int c) { whole(out, c); });
 }
 
 // Masked tile load of row `row`, columns col0 + [0, BLOCK_N) (read_tile): whole vectors in
@@ -239,6 +260,30 @@ __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int
     /* spare: the row's first vector, in bounds whenever a whole vector is */
     read_tile<L>(t, p, row < rows, cols - col0, other, 0,
                  [&](float *out, int c) { read_vector<L, H>(out, p + c); });
+}
+
+// Two masked tile loads of the same rows and columns from two tensors (hints HT for t, HU for
+// u), issued together (read_tiles).
+template <typename L, hint HT, hint HU, typename T>
+__device__ __forceinline__ void load_pair(frag<L> &t, const T *base_t, int64_t ld_t, frag<L> &u,
+                                          const T *base_u, int64_t ld_u, int64_t row, int64_t rows,
+                                          int64_t col0, int64_t cols, float other) {
+    frag<L> *const ts[2] = {&t, &u};
+    const T *const ps[2] = {base_t + row * ld_t + col0, base_u + row * ld_u + col0};
+    read_tiles<2, L>(ts, ps, row < rows, cols - col0, other, 0, [&](int j, float *out, int c) {
+        if (j == 0) read_vector<L, HT>(out, ps[0] + c);
+        else read_vector<L, HU>(out, ps[1] + c);
+    });
+}
+
+// t from base_t and, where base_u is not NULL, u from base_u (same rows and columns), both
+// in flight together (load_pair); u is untouched where base_u is NULL.
+template <typename L, hint HT, hint HU, typename T>
+__device__ __forceinline__ void load_with(frag<L> &t, const T *base_t, int64_t ld_t, frag<L> &u,
+                                          const T *base_u, int64_t ld_u, int64_t row, int64_t rows,
+                                          int64_t col0, int64_t cols, float other) {
+    if (base_u) load_pair<L, HT, HU>(t, base_t, ld_t, u, base_u, ld_u, row, rows, col0, cols, other);
+    else load<L, HT>(t, base_t, row, rows, col0, cols, ld_t, other);
 }
 
 // Masked tile store: only in-bounds elements are written (a whole tile: one bounds test).
@@ -520,15 +565,11 @@ template <typename L> struct keep_bits {
     uint32_t bits;
 };
 
-// Dropout in place over tile col0 of `row`: element (row, col) is kept iff its random word is
-// at least `threshold`, and kept elements are scaled by `scale`; dropped ones become 0. The
-// product is rounded on its own (__fmul_rn): never contracted into an FMA with a later add, so
-// s is bit for bit what docs/api.md specifies.
-template <typename L>
-__device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t row, int64_t col0,
-                                        uint64_t seed, uint64_t offset, uint32_t threshold,
-                                        float scale) {
-    keep.bits = 0;
+// Dropout's draws for tile col0 of `row`: decide(i, k, kept) for each element v[i][k], kept iff
+// its random word is at least `threshold`.
+template <typename L, typename Decide>
+__device__ __forceinline__ void dropout_draws(int64_t row, int64_t col0, uint64_t seed,
+                                              uint64_t offset, uint32_t threshold, Decide decide) {
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int64_t c = col0 + L::col(i);
@@ -537,22 +578,56 @@ __device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t 
             for (int g = 0; g < L::VEC; g += 4) {
                 const uint4 w = dropout_words(seed, offset, row, c + g);
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const bool kept = word_of(w, j) >= threshold;
-                    t.v[i][g + j] = kept ? __fmul_rn(t.v[i][g + j], scale) : 0.0f;
-                    keep.bits |= (uint32_t)kept << (i * L::VEC + g + j);
-                }
+                for (int j = 0; j < 4; j++) decide(i, g + j, word_of(w, j) >= threshold);
             }
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++) {
                 const uint4 w = dropout_words(seed, offset, row, c + k);
-                const bool kept = word_of(w, (int)((c + k) & 3)) >= threshold;
-                t.v[i][k] = kept ? __fmul_rn(t.v[i][k], scale) : 0.0f;
-                keep.bits |= (uint32_t)kept << (i * L::VEC + k);
+                decide(i, k, word_of(w, (int)((c + k) & 3)) >= threshold);
             }
         }
     }
+}
+
+// A kept element scaled by `scale`, a dropped one 0. The product is rounded on its own
+// (__fmul_rn): never contracted into an FMA with a later add, so s is bit for bit what
+// docs/api.md specifies.
+__device__ __forceinline__ float dropout_value(float v, bool kept, float scale) {
+    return kept ? __fmul_rn(v, scale) : 0.0f;
+}
+
+// Dropout in place over tile col0 of `row` as the draws go, keep = which elements were kept.
+template <typename L>
+__device__ __forceinline__ void dropout(frag<L> &t, keep_bits<L> &keep, int64_t row, int64_t col0,
+                                        uint64_t seed, uint64_t offset, uint32_t threshold,
+                                        float scale) {
+    keep.bits = 0;
+    dropout_draws<L>(row, col0, seed, offset, threshold, [&](int i, int k, bool kept) {
+        t.v[i][k] = dropout_value(t.v[i][k], kept, scale);
+        keep.bits |= (uint32_t)kept << (i * L::VEC + k);
+    });
+}
+
+// The draws alone, into keep: they need no tile data, so a kernel may make them before it
+// loads the tile (then they hold no tile registers, and the loads after them go out together).
+template <typename L>
+__device__ __forceinline__ void dropout_draw(keep_bits<L> &keep, int64_t row, int64_t col0,
+                                             uint64_t seed, uint64_t offset, uint32_t threshold) {
+    keep.bits = 0;
+    dropout_draws<L>(row, col0, seed, offset, threshold, [&](int i, int k, bool kept) {
+        keep.bits |= (uint32_t)kept << (i * L::VEC + k);
+    });
+}
+
+// Dropout in place by keep bits drawn before (dropout_draw).
+template <typename L>
+__device__ __forceinline__ void dropout_apply(frag<L> &t, const keep_bits<L> &keep, float scale) {
+#pragma unroll
+    for (int i = 0; i < L::ITERS; i++)
+#pragma unroll
+        for (int k = 0; k < L::VEC; k++)
+            t.v[i][k] = dropout_value(t.v[i][k], (keep.bits >> (i * L::VEC + k)) & 1u, scale);
 }
 
 // Stores the keep bits as bytes (1 kept, 0 dropped) at mask[row * ld + col], in bounds only.
