@@ -183,18 +183,18 @@ template <typename L, typename T> __device__ __forceinline__ void write_vector(T
     *reinterpret_cast<vec_t<L::VEC, T> *>(dst) = w;
 }
 
-// The masked read shared by load, load_pair and stage_load: tile columns [0, BLOCK_N) of a row
+// The masked read shared by load, load_with and stage_load: tile columns [0, BLOCK_N) of a row
 // of each of N tensors at p[j], whose first `limit` columns exist. whole(j, out, c) reads
-// tensor j's whole vector at column c; `spare` is a
-// column whole() may always read for this thread once the row has a whole vector (its value is
-// dropped). A vector straddling the end takes element reads from p; lanes outside the row read
-// as `other`. A whole tile (every tile but a row's last, and a row exactly BLOCK_N wide) takes
-// one bounds test instead of one per vector. A partial tile is not branched around per vector:
-// each reads a column clamped into the row (spare past the end) and a select drops it, so a
-// thread's reads are all in flight at once. Behind a branch each, they went one after another
-// (the branch held each vector's unpack): a scalar 4096-column tile ran 3x slower on 3072
-// columns than on 4096. The N tensors' whole-vector reads share one block, so all are in flight
-// together before any is unpacked (x and the residual: perf-notes K16).
+// tensor j's whole vector at column c; `spare` is a column whole() may always read for this
+// thread once the row has a whole vector (its value is dropped). A vector straddling the end
+// takes element reads from p[j]; lanes outside the row read as `other`. A whole tile (every
+// tile but a row's last, and a row exactly BLOCK_N wide) takes one bounds test instead of one
+// per vector. A partial tile is not branched around per vector: each reads a column clamped
+// into the row (spare past the end) and a select drops it, so a thread's reads are all in
+// flight at once. Behind a branch each, they went one after another (the branch held each
+// vector's unpack): a scalar 4096-column tile ran 3x slower on 3072 columns than on 4096. The
+// N tensors' whole-vector reads share one block, so all are in flight together before any is
+// unpacked (x and the residual: perf-notes K16).
 template <int N, typename L, typename T, typename Whole>
 __device__ __forceinline__ void read_tiles(frag<L> *const (&t)[N], const T *const (&p)[N],
                                            bool row_ok, int64_t limit, float other, int spare,
@@ -262,28 +262,23 @@ __device__ __forceinline__ void load(frag<L> &t, const T *base, int64_t row, int
                  [&](float *out, int c) { read_vector<L, H>(out, p + c); });
 }
 
-// Two masked tile loads of the same rows and columns from two tensors (hints HT for t, HU for
-// u), issued together (read_tiles).
+// t from base_t and, where base_u is not NULL, u from base_u: the same rows and columns, with
+// the hints HT and HU, both tiles' reads in flight together (read_tiles); u is untouched where
+// base_u is NULL.
 template <typename L, hint HT, hint HU, typename T>
-__device__ __forceinline__ void load_pair(frag<L> &t, const T *base_t, int64_t ld_t, frag<L> &u,
+__device__ __forceinline__ void load_with(frag<L> &t, const T *base_t, int64_t ld_t, frag<L> &u,
                                           const T *base_u, int64_t ld_u, int64_t row, int64_t rows,
                                           int64_t col0, int64_t cols, float other) {
+    if (!base_u) {
+        load<L, HT>(t, base_t, row, rows, col0, cols, ld_t, other);
+        return;
+    }
     frag<L> *const ts[2] = {&t, &u};
     const T *const ps[2] = {base_t + row * ld_t + col0, base_u + row * ld_u + col0};
     read_tiles<2, L>(ts, ps, row < rows, cols - col0, other, 0, [&](int j, float *out, int c) {
         if (j == 0) read_vector<L, HT>(out, ps[0] + c);
         else read_vector<L, HU>(out, ps[1] + c);
     });
-}
-
-// t from base_t and, where base_u is not NULL, u from base_u (same rows and columns), both
-// in flight together (load_pair); u is untouched where base_u is NULL.
-template <typename L, hint HT, hint HU, typename T>
-__device__ __forceinline__ void load_with(frag<L> &t, const T *base_t, int64_t ld_t, frag<L> &u,
-                                          const T *base_u, int64_t ld_u, int64_t row, int64_t rows,
-                                          int64_t col0, int64_t cols, float other) {
-    if (base_u) load_pair<L, HT, HU>(t, base_t, ld_t, u, base_u, ld_u, row, rows, col0, cols, other);
-    else load<L, HT>(t, base_t, row, rows, col0, cols, ld_t, other);
 }
 
 // Masked tile store: only in-bounds elements are written (a whole tile: one bounds test).
