@@ -89,7 +89,7 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p);
  * *cost (if not NULL); -1 when none is eligible. */
 int32_t tile_cheapest_variant(const tile_problem *p, double *cost);
 
-/* Whether v copies through tensor maps (the warp-specialized families: WARPGROUPS=3). */
+/* Whether v copies through tensor maps (the warp-specialized families: WARPGROUPS of 3 or more). */
 int tile_variant_uses_tensor_maps(const tile_variant *v);
 
 /* After the launch of `variant` for p returned `status`: the variant to run the call on

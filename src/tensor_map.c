@@ -3,7 +3,7 @@
 #include "internal.h"
 
 int tile_variant_uses_tensor_maps(const tile_variant *v) {
-    return tile_variant_param(v, "WARPGROUPS") == 3;
+    return tile_variant_param(v, "WARPGROUPS") >= 3;
 }
 
 tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap *map,

@@ -124,7 +124,9 @@ int32_t support_lean_twin_of(int32_t index) {
 }
 
 int support_variant_uses_tensor_maps(const tile_variant_info *info) {
-    return info->params && strstr(info->params, "WARPGROUPS=3") != NULL;
+    /* as src/tensor_map.c: the warp-specialized families, WARPGROUPS of 3 or more */
+    const char *w = info->params ? strstr(info->params, "WARPGROUPS=") : NULL;
+    return w != NULL && atoi(w + strlen("WARPGROUPS=")) >= 3;
 }
 
 int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info) {

@@ -68,8 +68,8 @@ int support_is_lean(const tile_variant_info *info);
  * dtype, threads, cluster, shared memory, width and alignment whose params are the same but for
  * MAXREG and LEAN (generator/main.c's lean_twins pairs them so; dispatch swaps the twin in). */
 int32_t support_lean_twin_of(int32_t index);
-/* Whether the variant copies through tensor maps (the warp-specialized families, WARPGROUPS=3
- * in their params, as the library's tile_variant_uses_tensor_maps): fixed lengths only. */
+/* Whether the variant copies through tensor maps (the warp-specialized families: WARPGROUPS of 3
+ * or more in their params, as the library's tile_variant_uses_tensor_maps): fixed lengths only. */
 int support_variant_uses_tensor_maps(const tile_variant_info *info);
 int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info);
 /* Rows enough that every program of persistent variant `info` walks at least

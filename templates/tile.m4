@@ -314,12 +314,13 @@ m4_define(<|TILE_WG_PV_FINISH|>, <|TILE_ARGS(<|TILE_WG_PV_FINISH|>, <|$2|>, 2)ti
 # TILE_RESCALE(acc, alpha): acc's output rows *= alpha (TILE_ONLINE_SOFTMAX_DEFERRED's factors).
 m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::rescale($1, $2)|>)
 
-# Hopper, warp-specialized (WARPGROUPS 3): a producer warpgroup copies by tensor map (the host
-# encodes a.q_map, a.k_map, a.v_map per call) into rings of stages; two consumer warpgroups of
-# 64 query rows run the products above. TILE_ATTENTION_WS_LAYOUT(L): L is this tiling (128
-# query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from TILE_WG_TILES.
-m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)m4_dnl
-using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2)>; m4_dnl
+# Hopper, warp-specialized (WARPGROUPS 3 or 4): a producer warpgroup copies by tensor map (the
+# host encodes a.q_map, a.k_map, a.v_map per call) into rings of stages; BLOCK_M / 64 consumer
+# warpgroups of 64 query rows run the products above. TILE_ATTENTION_WS_LAYOUT(L): L is this
+# tiling (BLOCK_M query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from
+# TILE_WG_TILES.
+m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|BLOCK_M|>)m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64>; m4_dnl
 static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
@@ -354,10 +355,11 @@ m4_define(<|TILE_WG_PACK_P|>, <|TILE_ARGS(<|TILE_WG_PACK_P|>, <|$2|>, 2)tile::at
 m4_define(<|TILE_WS_PV_START|>, <|TILE_ARGS(<|TILE_WS_PV_START|>, <|$5|>, 5)tile::attn::ws_pv_start<$2>($1, $3, $4, $5)|>)
 m4_define(<|TILE_WS_RELEASE_K|>, <|$1.k.release()|>)
 m4_define(<|TILE_WS_RELEASE_V|>, <|$1.v.release()|>)
-# TILE_WS_TURNS(turns, L): turns = this consumer warpgroup's place in the ping-pong of the
-# two, across all its query blocks. TILE_WS_TURN_WAIT(turns, L): wait for this warpgroup's
-# turn to issue products; TILE_WS_TURN_PASS(turns, L): its products are issued, the other's
-# turn; TILE_WS_TURNS_FINISH(turns, L): after the last block (balances the turns).
+# TILE_WS_TURNS(turns, L): turns = this consumer warpgroup's place in the round-robin
+# ping-pong of the consumers, across all its query blocks. TILE_WS_TURN_WAIT(turns, L): wait
+# for this warpgroup's turn to issue products; TILE_WS_TURN_PASS(turns, L): its products are
+# issued, the next one's turn; TILE_WS_TURNS_FINISH(turns, L): after the last block (balances
+# the turns).
 m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$2|>, 2)tile::attn::ws_turns $1 = tile::attn::ws_turns_start<$2>()|>)
 m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)tile::attn::ws_turn_wait<$2>($1)|>)
 m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)

@@ -615,13 +615,15 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
 // per block (causal calls).
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
-    static constexpr int WGS = 2, BLOCK_M = 64 * WGS;   // consumer warpgroups, their query rows
-    static constexpr int WARPS = 12, THREADS = 384;     // + the producer warpgroup, first
+    static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;          // consumer warpgroups, their query rows
+    static constexpr int WARPS = 4 * (WGS + 1), THREADS = 128 * WARPS / 4; // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
-    static constexpr int FIRST_WARP = 4, CONSUMER_WARPS = 8;
-    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240; // 128 * 24 + 256 * 240 <= 64K
+    static constexpr int FIRST_WARP = 4, CONSUMER_WARPS = 4 * WGS;
+    // the producer keeps 24 registers a thread, the consumers share the rest of the 64K file
+    // (setmaxnreg takes multiples of 8): 240 each with two consumer warpgroups, 160 with three
+    static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = (65536 / 128 - PRODUCER_REGS) / WGS / 8 * 8;
     static constexpr int WARP_ROWS = 16, MF = 1;
     static constexpr int CHUNKS = HEAD_DIM / 8, N_TILES = BLOCK_N / 8, D_TILES = HEAD_DIM / 8;
     static constexpr int D_BLOCKS = HEAD_DIM / 64;
@@ -633,6 +635,7 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_> struct ws_layout {
     static constexpr int SMEM_BYTES = STAGING_OFFSET + Q_REGION + 1024; // + alignment slack
     static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0 && BLOCK_N <= 256 && STAGES >= 2,
                   "64-column swizzle blocks, k-steps of 16 keys, boxes of <= 256 rows, copies a tile ahead");
+    static_assert(WGS == 2 || WGS == 3, "two or three consumer warpgroups (named barriers 1 to 2 * WGS)");
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
@@ -691,13 +694,14 @@ __device__ __forceinline__ void ws_pv_start(const p_operand<L> &pa, state<L> &st
     wg_pv_issue<L>(pa, st, t.v(r.v.take()));
 }
 
-// Ping-pong (FlashAttention-3): the two consumer warpgroups issue their
-// products in turns, each passing the turn on once its products are issued, so one's softmax
-// runs while the other's products hold the tensor cores. Named barriers 3 and 4 (256 threads:
-// the waiting warpgroup's bar.sync, the other's bar.arrive). The turns run on across a
-// program's query blocks: warpgroup 0 takes its very first turn without waiting and, after
-// the last, waits once more for warpgroup 1's last pass, so every arrival has its wait and
-// neither side can arrive twice on a barrier before the other has waited.
+// Ping-pong (FlashAttention-3): the consumer warpgroups issue their products in turns, round
+// robin, each passing the turn to the next once its products are issued, so one's softmax runs
+// while another's products hold the tensor cores. Warpgroup w waits on named barrier
+// 1 + WGS + w (256 threads: its bar.sync, the previous warpgroup's bar.arrive; barriers 1 to
+// WGS are ws_store's). The turns run on across a program's query blocks: warpgroup 0 takes its
+// very first turn without waiting and, after the last, waits once more for the last
+// warpgroup's last pass, so every arrival has its wait and no warpgroup can arrive twice on a
+// barrier before its waiter has waited.
 struct ws_turns {
     int wg;
     bool started; // warpgroup 0 has taken a turn
@@ -707,14 +711,15 @@ template <typename L> __device__ __forceinline__ ws_turns ws_turns_start() {
 }
 template <typename L> __device__ __forceinline__ void ws_turn_wait(ws_turns &t) {
     if (t.wg != 0 || t.started)
-        asm volatile("bar.sync %0, 256;" ::"r"(3 + t.wg) : "memory");
+        asm volatile("bar.sync %0, 256;" ::"r"(1 + L::WGS + t.wg) : "memory");
     t.started = true;
 }
 template <typename L> __device__ __forceinline__ void ws_turn_pass(const ws_turns &t) {
-    asm volatile("bar.arrive %0, 256;" ::"r"(3 + (t.wg ^ 1)) : "memory");
+    const int next = t.wg + 1 == L::WGS ? 0 : t.wg + 1;
+    asm volatile("bar.arrive %0, 256;" ::"r"(1 + L::WGS + next) : "memory");
 }
 template <typename L> __device__ __forceinline__ void ws_turns_finish(const ws_turns &t) {
-    if (t.wg == 0 && t.started) asm volatile("bar.sync %0, 256;" ::"r"(3) : "memory");
+    if (t.wg == 0 && t.started) asm volatile("bar.sync %0, 256;" ::"r"(1 + L::WGS) : "memory");
 }
 
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout

@@ -884,13 +884,13 @@ static void test_attention_varlen_avoids_tensor_maps(void **state) {
         tile_decision varlen = new_decision();
         assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
         tile_variant_info w = get_info(varlen.variant);
-        if (strstr(w.params, "WARPGROUPS=3")) {
+        if (strstr(w.params, "WARPGROUPS=3") || strstr(w.params, "WARPGROUPS=4")) {
             print_error("head_dim %d varlen picked %s\n", head_dim, w.name);
             fail();
         }
         assert_true(w.max_cols >= head_dim);
         /* the test means something only where the dense call's pick copies by tensor maps */
-        assert_non_null(strstr(v.params, "WARPGROUPS=3"));
+        assert_true(strstr(v.params, "WARPGROUPS=3") || strstr(v.params, "WARPGROUPS=4"));
     }
 }
 

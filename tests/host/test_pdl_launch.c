@@ -208,9 +208,9 @@ static tile_flash_attention_args attention_args(tile_dtype dtype, int32_t head_d
 static int64_t attention_programs(const tile_variant_info *v, const tile_flash_attention_args *a) {
     return ceil_div(a->seqlen_q, param(v, "BLOCK_M")) * a->heads_q * a->batch;
 }
-/* Tensor maps a call encodes: q, k and v for a warp-specialized variant (WARPGROUPS=3). */
+/* Tensor maps a call encodes: q, k and v for a warp-specialized variant (WARPGROUPS 3 or 4). */
 static int attention_maps(const tile_variant_info *v) {
-    return param(v, "WARPGROUPS") == 3 ? 3 : 0;
+    return param(v, "WARPGROUPS") >= 3 ? 3 : 0;
 }
 
 /* Grouped matmul shapes: many tiles (more than stay resident) with B [groups, k, n], and a few
@@ -243,9 +243,9 @@ static int64_t grouped_matmul_programs(const tile_variant_info *v,
     return (ceil_div(g->total_m, param(v, "BLOCK_M")) + g->groups) *
            ceil_div(g->n, param(v, "BLOCK_N"));
 }
-/* Tensor maps: A and B for a warp-specialized variant (WARPGROUPS=3). */
+/* Tensor maps: A and B for a warp-specialized variant (WARPGROUPS 3). */
 static int grouped_matmul_maps(const tile_variant_info *v) {
-    return param(v, "WARPGROUPS") == 3 ? 2 : 0;
+    return param(v, "WARPGROUPS") >= 3 ? 2 : 0;
 }
 
 /* ------------------------------------------------------------------ dispatched calls */
