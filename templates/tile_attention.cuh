@@ -617,8 +617,8 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // per block (causal calls).
 template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
-    static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;          // consumer warpgroups, their query rows
-    static constexpr int WARPS = 4 * (WGS + 1), THREADS = 128 * WARPS / 4; // + the producer warpgroup, first
+    static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;     // consumer warpgroups, their query rows
+    static constexpr int WARPS = 4 * (WGS + 1), THREADS = 32 * WARPS; // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
     static constexpr int FIRST_WARP = 4, CONSUMER_WARPS = 4 * WGS;
     // the producer keeps 24 registers a thread, the consumers share the rest of the 64K file
