@@ -6,6 +6,11 @@
 
 static const char attention_op[] = "attention";
 
+/* Key tiles of work a causal query block saves by running in a persistent program's walk
+ * rather than as a program of its own (its Q, first K and V load under the previous block's
+ * last products; measured on an H200, perf-notes A19). */
+#define PAIRED_WALK_SAVES_TILES 0.6
+
 /* The fields of tile_flash_attention_args as version 1 defined them. */
 #define TILE_FLASH_ATTENTION_ARGS_V1_SIZE \
     (offsetof(tile_flash_attention_args, lse) + sizeof(float *))
@@ -186,6 +191,28 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
     return s;
 }
 
+/* Whether a causal call of a persistent variant walks long/short pairs of query blocks of one
+ * head (templates/tile_attention.cuh): units of equal work, so a static walk stays balanced and
+ * each block's loads run under the last one's products. One program per block, balanced by
+ * the hardware, pays a prologue and an epilogue a block but leaves no program idle in a last,
+ * partial round of units; the pairs win where that round costs less than the prologues. */
+static int walk_in_pairs(const tile_device *device, int32_t variant,
+                         const tile_flash_attention_args *a, int64_t m_blocks, int64_t pairs) {
+    const tile_variant *v = &tile_registry[variant];
+    if (!a->causal || !v->persistent) return 0;
+    const int64_t programs = (int64_t)device->sm_count * device->blocks_per_sm[variant];
+    const int64_t units = pairs * ((m_blocks + 1) / 2);
+    if (programs < 1) return 0;
+    const int64_t rounds = (units + programs - 1) / programs;
+    const double idle = (double)(rounds * programs) / (double)units; /* >= 1: the last round */
+    /* key tiles a block visits on average: bottom-right aligned, the rows see seqlen_k -
+     * seqlen_q / 2 keys on average (at least one tile) */
+    double tiles = ((double)a->seqlen_k - 0.5 * (double)a->seqlen_q) /
+                   (double)tile_variant_param(v, "BLOCK_N");
+    if (tiles < 1.0) tiles = 1.0;
+    return (tiles + PAIRED_WALK_SAVES_TILES) / tiles > idle;
+}
+
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_flash_attention_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
@@ -198,9 +225,15 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     const int64_t kv_bytes = 2 * (a->seqlen_k > 0 ? a->seqlen_k : 1) * a->head_dim *
                              (int64_t)tile_dtype_size(a->dtype);
     const int64_t pairs = (int64_t)a->batch * a->heads_q;
+    if (m_blocks * pairs > ((int64_t)1 << 30)) /* the kernels number blocks in 32 bits */
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s: %lld query blocks of %d rows (batch x heads_q x blocks a "
+                         "sequence) exceed the limit of 2^30",
+                         fn, v->name, (long long)(m_blocks * pairs), v->rows_per_program);
     int64_t group = ((int64_t)16 << 20) / kv_bytes;
     group = group < 1 ? 1 : group > pairs ? pairs : group;
     const int32_t head_group = (int32_t)group;
+    const int paired = walk_in_pairs(device, variant, a, m_blocks, pairs);
     tile_attention_kernel_args k = {
         .o = a->o,
         .q = a->q,
@@ -232,6 +265,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .m_blocks = (int32_t)m_blocks,
         .head_group = head_group,
         .causal = a->causal,
+        .paired = paired,
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
     };
@@ -240,11 +274,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         if (s != TILE_STATUS_SUCCESS) return s;
     }
     void *args[] = {&k};
-    /* Causal blocks differ in work (the diagonal): the hardware's dynamic scheduling of one
-     * program per block balances them, a persistent variant's static walk measured 15-20%
-     * slower (perf-notes A12), so causal calls launch it one program per block. */
-    return tile_launch_programs(device, variant, m_blocks * a->heads_q * a->batch, a->causal,
-                                stream, args);
+    const int64_t programs = paired ? pairs * ((m_blocks + 1) / 2) : m_blocks * pairs;
+    return tile_launch_programs(device, variant, programs, a->causal && !paired, stream, args);
 }
 
 static tile_status run(const char *fn, int forced, int32_t variant,

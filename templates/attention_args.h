@@ -27,6 +27,7 @@ typedef struct tile_attention_kernel_args {
     int32_t m_blocks;            /* query blocks per (batch, head): ceil(seqlen_q / BLOCK_M) */
     int32_t head_group;          /* (batch, head) pairs whose programs run together (>= 1) */
     int32_t causal;              /* 1: key j sees query i iff j <= i + seqlen_k - seqlen_q */
+    int32_t paired;              /* 1: persistent programs walk causal blocks in long/short pairs */
     float scale;                 /* softmax scale */
     float scale_log2;            /* scale * log2(e): exponents are taken base 2 */
 } tile_attention_kernel_args;

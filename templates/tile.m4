@@ -365,12 +365,19 @@ m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)ti
 m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)
 m4_define(<|TILE_WS_TURNS_FINISH|>, <|TILE_ARGS(<|TILE_WS_TURNS_FINISH|>, <|$2|>, 2)tile::attn::ws_turns_finish<$2>($1)|>)
 # TILE_FOR_ATTENTION_BLOCKS(blk, L, a) ... TILE_END_FOR: blk takes this program's query blocks
-# (blockIdx.x, + gridDim.x, ...: one each unless the grid makes the variant persistent).
+# (blockIdx.x, + gridDim.x, ...: one each unless the grid makes the variant persistent; a
+# persistent causal walk takes them in long/short pairs, templates/tile_attention.cuh).
 m4_define(<|TILE_FOR_ATTENTION_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS|>, <|$3|>, 3)m4_dnl
-for (int64_t $1_pid = blockIdx.x; $1_pid < tile::attn::attention_blocks($3); $1_pid += gridDim.x) { m4_dnl
-const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_pid);|>)
+for (int64_t $1_pid = blockIdx.x, $1_turn = 0, $1_walk = tile::attn::attention_walk($3); m4_dnl
+$1_pid < $1_walk; $1_pid += gridDim.x, $1_turn++) { m4_dnl
+const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_pid, $1_turn);|>)
 # TILE_WS_RELEASE_Q(rings): hand the query block's stage back (its last products are done).
 m4_define(<|TILE_WS_RELEASE_Q|>, <|$1.q.release()|>)
+# TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence.
+# TILE_WS_PASS_BLOCK(turns, rings, L, blk): for such a warpgroup, the block's stages and turns
+# without products (the other warpgroups' loop stays in step).
+m4_define(<|TILE_WS_ROWS_PAST|>, <|TILE_ARGS(<|TILE_WS_ROWS_PAST|>, <|$2|>, 2)tile::attn::ws_rows_past<$2>($1)|>)
+m4_define(<|TILE_WS_PASS_BLOCK|>, <|TILE_ARGS(<|TILE_WS_PASS_BLOCK|>, <|$4|>, 4)tile::attn::ws_pass_block<$3>($1, $2, $4)|>)
 # TILE_WS_STORE(a, blk, acc, L, tiles): TILE_ATTENTION_STORE for one consumer warpgroup's rows,
 # staged in its own rows of a staging tile after the stages (only its 128 threads synchronize).
 m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn::ws_store<$4>($1, $2, $3, $5)|>)

@@ -63,21 +63,38 @@ struct block {
     bool empty;               // no query row of this block exists
 };
 
-// Query block number pid of the launch (a program's own with one block each: blockIdx.x).
+// Query block number pid of the launch (a program's own with one block each: blockIdx.x), or
+// with a.paired position pid = blockIdx.x + turn * gridDim.x of a persistent program's causal walk.
+// 32-bit arithmetic: the host keeps the blocks of a call below 2^30 (a 64-bit division is a
+// called routine, and a program computes its next block between two of its blocks).
 template <typename L>
-__device__ __forceinline__ block program_block_at(const tile_attention_kernel_args &a, int64_t pid) {
+__device__ __forceinline__ block program_block_at(const tile_attention_kernel_args &a, int64_t pid,
+                                                  int64_t turn) {
     block k;
     // Blocks come in groups of head_group (batch, head) pairs, every query block of a group
     // before the next group: the K and V the programs in flight read stay in L2. Within a group
     // the longest blocks come first, heads fastest.
-    const int64_t pairs = (int64_t)a.heads_q * a.batch;
-    const int64_t group = pid / ((int64_t)a.head_group * a.m_blocks);
-    const int64_t first = group * a.head_group, in_group = pid - first * a.m_blocks;
-    const int64_t size = pairs - first < a.head_group ? pairs - first : a.head_group;
-    const int64_t pair = first + in_group % size; // b * heads_q + h
-    k.h = (int32_t)(pair % a.heads_q);
-    k.b = (int32_t)(pair / a.heads_q);
-    const int32_t mb = a.m_blocks - 1 - (int32_t)(in_group / size);
+    const uint32_t pairs = (uint32_t)a.heads_q * (uint32_t)a.batch, group_pairs = (uint32_t)a.head_group;
+    const uint32_t per_unit = a.paired ? (a.m_blocks + 1) / 2 : a.m_blocks; // units of a (batch, head)
+    uint32_t unit = (uint32_t)pid, second = 0;
+    if (a.paired) {
+        // Causal blocks differ in work (the diagonal), and a static walk must keep the programs'
+        // sums equal: a unit is the long block m_blocks - 1 - j then the short block j of one
+        // (batch, head), taken by one program in two consecutive turns of the walk.
+        unit = blockIdx.x + (uint32_t)(turn >> 1) * gridDim.x;
+        second = (uint32_t)turn & 1;
+    }
+    const bool past = unit >= pairs * per_unit; // the walk's last turns: past the last unit
+    if (past) unit = 0;
+    const uint32_t group = unit / (group_pairs * per_unit);
+    const uint32_t first = group * group_pairs, in_group = unit - first * per_unit;
+    const uint32_t size = pairs - first < group_pairs ? pairs - first : group_pairs;
+    const uint32_t pair = first + in_group % size; // b * heads_q + h
+    const int32_t j = (int32_t)(in_group / size);
+    const int32_t mb = second ? j : a.m_blocks - 1 - j;
+    const bool none = past || (second && mb == a.m_blocks - 1 - j); // or a middle block's twin
+    k.h = (int32_t)(pair % (uint32_t)a.heads_q);
+    k.b = (int32_t)(pair / (uint32_t)a.heads_q);
     k.hk = k.h / (a.heads_q / a.heads_kv);
     if (a.cu_seqlens_q) {
         k.q_start = a.cu_seqlens_q[k.b];
@@ -90,7 +107,7 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         k.seq_k = a.seqlen_k;
     }
     k.m0 = mb * L::BLOCK_M;
-    k.empty = k.m0 >= k.seq_q;
+    k.empty = none || k.m0 >= k.seq_q;
     k.diagonal = k.seq_k - k.seq_q;
     int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
     if (a.causal) {
@@ -104,11 +121,15 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
 
 template <typename L>
 __device__ __forceinline__ block program_block(const tile_attention_kernel_args &a) {
-    return program_block_at<L>(a, blockIdx.x);
+    return program_block_at<L>(a, blockIdx.x, 0);
 }
-// Query blocks of the launch: every (batch, head)'s m_blocks (persistent programs walk them).
-__device__ __forceinline__ int64_t attention_blocks(const tile_attention_kernel_args &a) {
-    return (int64_t)a.m_blocks * a.heads_q * a.batch;
+// Positions of the launch's walk: every (batch, head)'s m_blocks (persistent programs walk them),
+// or with a.paired every program's turns over whole units of two blocks.
+__device__ __forceinline__ int64_t attention_walk(const tile_attention_kernel_args &a) {
+    const uint32_t pairs = (uint32_t)a.heads_q * (uint32_t)a.batch;
+    if (!a.paired) return (int64_t)a.m_blocks * pairs;
+    const uint32_t units = pairs * ((a.m_blocks + 1) / 2);
+    return 2 * (int64_t)gridDim.x * ((units + gridDim.x - 1) / gridDim.x);
 }
 
 // Whether key tile n has elements outside the sequence or above the causal diagonal.
@@ -720,6 +741,41 @@ template <typename L> __device__ __forceinline__ void ws_turn_pass(const ws_turn
 }
 template <typename L> __device__ __forceinline__ void ws_turns_finish(const ws_turns &t) {
     if (t.wg == 0 && t.started) asm volatile("bar.sync %0, 256;" ::"r"(1 + L::WGS) : "memory");
+}
+
+// Whether this consumer warpgroup's 64 query rows all lie past the sequence (the last block of
+// a sequence that is not a multiple of BLOCK_M rows). Three warpgroups only: 192-row blocks
+// end any sequence of 2^k rows (k >= 6) with two such warpgroups; with two warpgroups the
+// branch is compiled out, and their loop stays as it was (perf-notes A20).
+template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &k) {
+    if constexpr (L::WGS < 3) return false;
+    // the warpgroup broadcast from lane 0, so the compiler knows the branch is warp-uniform:
+    // otherwise it guards every product of the loop after it for a divergent warp
+    const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0);
+    return k.m0 + 64 * wg >= k.seq_q;
+}
+// Such a warpgroup issues no products and stores nothing, but takes and hands back every stage,
+// Q's included (after its copies landed: an early arrival could count toward the stage's
+// previous use), and keeps its turns, as the loop does (n_end + 1 of them, none without a key
+// tile), so the rings and the round robin of the warpgroups with rows stay in step.
+template <typename L>
+__device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
+    (void)r.q.take();
+    if (k.n_end == 0) { // no key tile: no turn either
+        r.q.release();
+        return;
+    }
+    for (int32_t n = k.n_end - 1; n >= 0; n--) {
+        ws_turn_wait<L>(turns);
+        (void)r.k.take();
+        ws_turn_pass<L>(turns);
+        r.k.release();
+        if (n == 0) r.q.release();
+        (void)r.v.take();
+        r.v.release();
+    }
+    ws_turn_wait<L>(turns);
+    ws_turn_pass<L>(turns);
 }
 
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout

@@ -390,6 +390,11 @@ static void variant_cases(void) {
             /* 480 query blocks of 128 rows, more than the GPU holds at once: persistent
              * variants walk several each */
             {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6},
+            /* causal with more units than resident programs: persistent variants walk long/short
+             * pairs of blocks, 3 blocks of 128 rows (a middle one alone) or 2 of 192 ... */
+            {i, info.dtype, 4, 40, 8, d, 300, 300, 1, BSHD, NULL, NULL, 1, 16, seed + 10},
+            /* ... and bottom-right aligned, 6 blocks of 128 rows or 4 of 192 */
+            {i, info.dtype, 3, 40, 8, d, 650, 700, 1, BHSD, NULL, NULL, 1, 16, seed + 11},
             /* causal, more queries than keys: blocks whose rows see no key (no key tile) */
             {i, info.dtype, 1, 4, 2, d, 300, 17, 1, BHSD, NULL, NULL, 1, 0, seed + 7},
             /* batch, heads and sequence of one: every axis a lone one */
