@@ -97,6 +97,13 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     if (!isfinite(a->scale))
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: scale is %g; it must be finite", fn,
                          (double)a->scale);
+    /* The kernels number query blocks in 32 bits: at most 2^30 of the narrowest, 64 rows. */
+    const int64_t blocks_64 = (a->seqlen_q + 63) / 64, pairs = (int64_t)a->batch * a->heads_q;
+    if (blocks_64 > 0 && pairs > ((int64_t)1 << 30) / blocks_64)
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: batch x heads_q is %lld and seqlen_q %lld: more than 2^30 query "
+                         "blocks of 64 rows",
+                         fn, (long long)pairs, (long long)a->seqlen_q);
     const size_t elem = tile_dtype_size(a->dtype);
     const int64_t batches = varlen ? 1 : a->batch;
     const int64_t tokens_q = varlen ? a->total_q : a->seqlen_q;
@@ -225,11 +232,6 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     const int64_t kv_bytes = 2 * (a->seqlen_k > 0 ? a->seqlen_k : 1) * a->head_dim *
                              (int64_t)tile_dtype_size(a->dtype);
     const int64_t pairs = (int64_t)a->batch * a->heads_q;
-    if (m_blocks * pairs > ((int64_t)1 << 30)) /* the kernels number blocks in 32 bits */
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %s: %lld query blocks of %d rows (batch x heads_q x blocks a "
-                         "sequence) exceed the limit of 2^30",
-                         fn, v->name, (long long)(m_blocks * pairs), v->rows_per_program);
     int64_t group = ((int64_t)16 << 20) / kv_bytes;
     group = group < 1 ? 1 : group > pairs ? pairs : group;
     const int32_t head_group = (int32_t)group;

@@ -65,7 +65,7 @@ struct block {
 
 // Query block number pid of the launch (a program's own with one block each: blockIdx.x), or
 // with a.paired position pid = blockIdx.x + turn * gridDim.x of a persistent program's causal walk.
-// 32-bit arithmetic: the host keeps the blocks of a call below 2^30 (a 64-bit division is a
+// 32-bit arithmetic: the host keeps the blocks of a call at 2^30 or fewer (a 64-bit division is a
 // called routine, and a program computes its next block between two of its blocks).
 template <typename L>
 __device__ __forceinline__ block program_block_at(const tile_attention_kernel_args &a, int64_t pid,
@@ -635,7 +635,7 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
 // then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
-// per block (causal calls).
+// per block (causal calls that do not walk long/short pairs).
 template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
     static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;     // consumer warpgroups, their query rows
@@ -745,7 +745,7 @@ template <typename L> __device__ __forceinline__ void ws_turns_finish(const ws_t
 
 // Whether this consumer warpgroup's 64 query rows all lie past the sequence (the last block of
 // a sequence that is not a multiple of BLOCK_M rows). Three warpgroups only: 192-row blocks
-// end any sequence of 2^k rows (k >= 6) with two such warpgroups; with two warpgroups the
+// end any sequence of 2^k rows (k >= 6) with one or two such warpgroups; with two the
 // branch is compiled out, and their loop stays as it was (perf-notes A20).
 template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &k) {
     if constexpr (L::WGS < 3) return false;

@@ -390,11 +390,15 @@ static void variant_cases(void) {
             /* 480 query blocks of 128 rows, more than the GPU holds at once: persistent
              * variants walk several each */
             {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6},
-            /* causal with more units than resident programs: persistent variants walk long/short
-             * pairs of blocks, 3 blocks of 128 rows (a middle one alone) or 2 of 192 ... */
+            /* causal, more blocks than resident programs: 3 blocks of 128 rows (`ws` walks
+             * long/short pairs of them on GPUs of about 132 SMs, the middle block alone) or 2
+             * of 192 (`ws3`: one program per block) ... */
             {i, info.dtype, 4, 40, 8, d, 300, 300, 1, BSHD, NULL, NULL, 1, 16, seed + 10},
-            /* ... and bottom-right aligned, 6 blocks of 128 rows or 4 of 192 */
+            /* ... bottom-right aligned, 6 blocks of 128 rows or 4 of 192 ... */
             {i, info.dtype, 3, 40, 8, d, 650, 700, 1, BHSD, NULL, NULL, 1, 16, seed + 11},
+            /* ... and 832 rows: 7 blocks of 128 or 5 of 192, the last of 64 rows (two idle
+             * `ws3` warpgroups), walked in pairs on GPUs of 100-140 SMs (768 units of 192) */
+            {i, info.dtype, 4, 64, 8, d, 832, 832, 1, BSHD, NULL, NULL, 0, 16, seed + 12},
             /* causal, more queries than keys: blocks whose rows see no key (no key tile) */
             {i, info.dtype, 1, 4, 2, d, 300, 17, 1, BHSD, NULL, NULL, 1, 0, seed + 7},
             /* batch, heads and sequence of one: every axis a lone one */

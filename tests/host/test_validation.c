@@ -1238,6 +1238,11 @@ static void test_attention_arguments(void **state) {
     ATTN_CASE(A_ALL, INV, "scale is nan", a.scale = NAN);
     ATTN_CASE(A_ALL, INV, "scale is inf", a.scale = INFINITY);
     ATTN_CASE(A_ALL, INV, "scale is -inf", a.scale = -INFINITY);
+    /* more than 2^30 query blocks of 64 rows (varlen: the tensors' extents are total_q's) */
+    ATTN_CASE(A_ALL, NSUP, "batch x heads_q is 1024 and seqlen_q 67108865", attn_varlen(&a),
+              a.batch = 512, a.seqlen_q = ((int64_t)1 << 26) + 1);
+    ATTN_CASE(A_ALL, NSUP, "batch x heads_q is 4294967296 and seqlen_q 1", attn_varlen(&a),
+              a.batch = 1 << 30, a.heads_kv = 4, a.heads_q = 4, a.seqlen_q = 1);
 }
 
 static void test_attention_tensors(void **state) {
