@@ -204,11 +204,10 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
  * the hardware, pays a prologue and an epilogue a block but leaves no program idle in a last,
  * partial round of units; the pairs win where that round costs less than the prologues. */
 static int walk_in_pairs(const tile_device *device, int32_t variant,
-                         const tile_flash_attention_args *a, int64_t m_blocks, int64_t pairs) {
+                         const tile_flash_attention_args *a, int64_t units) {
     const tile_variant *v = &tile_registry[variant];
     if (!a->causal || !v->persistent) return 0;
     const int64_t programs = (int64_t)device->sm_count * device->blocks_per_sm[variant];
-    const int64_t units = pairs * ((m_blocks + 1) / 2);
     if (programs < 1) return 0;
     const int64_t rounds = (units + programs - 1) / programs;
     const double idle = (double)(rounds * programs) / (double)units; /* >= 1: the last round */
@@ -235,7 +234,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     int64_t group = ((int64_t)16 << 20) / kv_bytes;
     group = group < 1 ? 1 : group > pairs ? pairs : group;
     const int32_t head_group = (int32_t)group;
-    const int paired = walk_in_pairs(device, variant, a, m_blocks, pairs);
+    const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
+    const int paired = walk_in_pairs(device, variant, a, units);
     tile_attention_kernel_args k = {
         .o = a->o,
         .q = a->q,
@@ -276,8 +276,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         if (s != TILE_STATUS_SUCCESS) return s;
     }
     void *args[] = {&k};
-    const int64_t programs = paired ? pairs * ((m_blocks + 1) / 2) : m_blocks * pairs;
-    return tile_launch_programs(device, variant, programs, a->causal && !paired, stream, args);
+    return tile_launch_programs(device, variant, paired ? units : m_blocks * pairs,
+                                a->causal && !paired, stream, args);
 }
 
 static tile_status run(const char *fn, int forced, int32_t variant,
