@@ -87,7 +87,8 @@ int64_t support_cap_rows(int64_t rows, int64_t max_rows) {
 }
 
 int support_is_persistent(const tile_variant_info *info) {
-    return strstr(info->name, "_persistent_") != NULL || strstr(info->name, "_pipe_") != NULL;
+    return strstr(info->name, "_persistent_") != NULL || strstr(info->name, "_pipe_") != NULL ||
+           strstr(info->name, "_streamed_") != NULL;
 }
 
 int support_is_lean(const tile_variant_info *info) {

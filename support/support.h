@@ -53,8 +53,8 @@ int support_env_count(const char *name, int64_t fallback, int64_t *value);
 /* rows, or max_rows where that is a cap (> 0) below rows. */
 int64_t support_cap_rows(int64_t rows, int64_t max_rows);
 
-/* Persistent variants (names with `_persistent_` or `_pipe_`: the softmax and norm ones, one
- * row per program per step, no cluster) launch SMs x (programs resident per SM) programs, an
+/* Persistent variants (names with `_persistent_`, `_pipe_` or `_streamed_`: the softmax and
+ * norm ones, one row per program per step, no cluster) launch SMs x (programs resident per SM) programs, an
  * occupancy the library queries for itself (cuOccupancyMaxActiveBlocksPerMultiprocessor on its
  * own kernel handle) and does not export. support_programs_per_sm_bound is an upper bound of
  * it from this GPU's per-SM limits on resident programs, threads and shared memory (the

@@ -132,6 +132,25 @@ tile::ring<$2, T, STAGES> $1 = tile::ring_start<$2, T, STAGES>((const T *)($3), 
 m4_define(<|TILE_RING_LOAD|>, <|TILE_ARGS(<|TILE_RING_LOAD|>, <|$5|>, 5)m4_dnl
 tile::frag<$2> $1; tile::ring_load<$2>($1, $3, $4, $5)|>)
 
+# TILE_STREAM(s, L, ptr, rows, cols, ld): s = the program's rows of ptr as a stream of column
+# tiles through a ring of STAGE_N / BLOCK_N (the grid point's) tile slots in shared memory,
+# filled by Hopper bulk copies; the first slots' tiles start copying. Collective. For
+# persistent programs of one row (ROWS 1) walking TILE_FOR_ROW_BLOCKS, rows of at most STAGE_N
+# columns, every tile of a row released once, in order (TILE_STREAM_RELEASE).
+m4_define(<|TILE_STREAM|>, <|TILE_ARGS(<|TILE_STREAM|>, <|$6|>, 6)m4_dnl
+m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_NEED(<|STAGE_N|>)|>)m4_dnl
+auto $1 = tile::stream_start<$2, T, STAGE_N / BLOCK_N>((const T *)($3), $4, $5, $6)|>)
+# TILE_STREAM_LOAD(t, L, s, row, col0, other): t = tile col0 of the loop's current row `row` as
+# fp32 from stream s once its copy has landed, `other` beyond cols; read again as often as
+# needed until released. Collective.
+m4_define(<|TILE_STREAM_LOAD|>, <|TILE_ARGS(<|TILE_STREAM_LOAD|>, <|$6|>, 6)m4_dnl
+tile::frag<$2> $1; tile::stream_load<$2>($1, $3, $4, $5, $6)|>)
+# TILE_STREAM_RELEASE(s, col0): tile col0 of the current row is read for the last time: its
+# slot starts copying the stream's next tile; after the row's last tile, s moves to the next
+# row. Collective (a barrier).
+m4_define(<|TILE_STREAM_RELEASE|>, <|TILE_ARGS(<|TILE_STREAM_RELEASE|>, <|$2|>, 2)m4_dnl
+tile::stream_release($1, $2)|>)
+
 # TILE_LOAD_VECTOR(t, L, ptr, col0, cols, other): t = the [BLOCK_N] vector ptr[col0 + c]
 # (a weight or bias of `cols` elements) broadcast over the tile's rows, `other` beyond cols.
 m4_define(<|TILE_LOAD_VECTOR|>, <|TILE_ARGS(<|TILE_LOAD_VECTOR|>, <|$6|>, 6)m4_dnl

@@ -379,17 +379,24 @@ __device__ __forceinline__ void stage_wait() {
 
 // Tile col0 from the stage (whole vectors) or global memory (the partial vector at the row's
 // end), as fp32; `other` outside the row (read_tile).
+// The same from the shared-memory slot that holds tile col0 (stage_load's, a ring's or a
+// stream's).
 template <typename L, typename T>
-__device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *base, int64_t row,
-                                           int64_t rows, int64_t col0, int64_t cols, int64_t ld,
-                                           float other) {
-    const T *s = stage + stage_offset<L>(col0);
+__device__ __forceinline__ void slot_load(frag<L> &t, const T *slot, const T *base, int64_t row,
+                                          int64_t rows, int64_t col0, int64_t cols, int64_t ld,
+                                          float other) {
     /* spare: the thread's own first vector, which only its own copy writes (in a slot it
      * never copied, stale bytes, dropped) */
     read_tile<L>(t, base + row * ld + col0, row < rows, cols - col0, other, L::col(0),
                  [&](float *out, int c) {
-                     unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(s + c), out);
+                     unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(slot + c), out);
                  });
+}
+template <typename L, typename T>
+__device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *base, int64_t row,
+                                           int64_t rows, int64_t col0, int64_t cols, int64_t ld,
+                                           float other) {
+    slot_load<L>(t, stage + stage_offset<L>(col0), base, row, rows, col0, cols, ld, other);
 }
 
 // Writes tile col0's whole in-bounds vectors back to the stage (storage dtype) where
@@ -439,25 +446,30 @@ template <int STAGES> __device__ __forceinline__ uint64_t *ring_barriers() {
     return barrier;
 }
 
-// Thread 0: start copying row `row` (nothing past the last row) into `slot`. The barrier's one
-// arrival carries the byte count the copy then completes.
-template <typename L, typename T, int STAGES>
-__device__ __forceinline__ void ring_fetch(const ring<L, T, STAGES> &r, int slot, int64_t row) {
+// One thread: start copying `bytes` (a multiple of 16, from a 16-byte aligned address) into a
+// shared-memory slot; the slot's barrier completes its phase once they land. The barrier's one
+// arrival carries the byte count (zero bytes: the arrival alone completes the phase).
+__device__ __forceinline__ void bulk_copy_to_slot(uint64_t *barrier, void *dst, const void *src,
+                                                  uint32_t bytes) {
 #if TILE_HAS_SM90
-    if (row >= r.rows) return;
-    uint64_t *barrier = &ring_barriers<STAGES>()[slot];
-    const uint32_t bar = shared_address(barrier);
-    const uint32_t dst = shared_address(stage_buffer<T>() + slot * L::BLOCK_N);
-    mbarrier_expect_bytes(barrier, r.bytes);
-    if (r.bytes)
+    mbarrier_expect_bytes(barrier, bytes);
+    if (bytes)
         asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1], %2, [%3];" ::"r"(dst),
-                     "l"(r.base + row * r.ld), "r"(r.bytes), "r"(bar)
+                     "[%0], [%1], %2, [%3];" ::"r"(shared_address(dst)),
+                     "l"(src), "r"(bytes), "r"(shared_address(barrier))
                      : "memory");
 #else
-    (void)r, (void)slot, (void)row;
-    __trap(); // registered for sm_90 only (arch_min = arch_max = 90)
+    (void)barrier, (void)dst, (void)src, (void)bytes;
+    __trap(); // Hopper bulk copies: registered for sm_90 only
 #endif
+}
+
+// Thread 0: start copying row `row` (nothing past the last row) into `slot`.
+template <typename L, typename T, int STAGES>
+__device__ __forceinline__ void ring_fetch(const ring<L, T, STAGES> &r, int slot, int64_t row) {
+    if (row >= r.rows) return;
+    bulk_copy_to_slot(&ring_barriers<STAGES>()[slot], stage_buffer<T>() + slot * L::BLOCK_N,
+                      r.base + row * r.ld, r.bytes);
 }
 
 // Collective, once per program: set up the barriers and start copying the program's first
@@ -493,8 +505,8 @@ __device__ __forceinline__ void ring_load(frag<L> &t, ring<L, T, STAGES> &r, int
                                           float other) {
 #if TILE_HAS_SM90
     mbarrier_wait(&ring_barriers<STAGES>()[r.slot], r.parity);
-    stage_load<L>(t, stage_buffer<T>() + r.slot * L::BLOCK_N, r.base, row, r.rows, 0, r.cols,
-                  r.ld, other);
+    slot_load<L>(t, stage_buffer<T>() + r.slot * L::BLOCK_N, r.base, row, r.rows, 0, r.cols,
+                 r.ld, other);
     __syncthreads(); // the slot's readers are done: the copy engine may overwrite it
     if (threadIdx.x == 0) ring_fetch(r, r.slot, row + STAGES * row_stride<L>());
     if (++r.slot == STAGES) {
@@ -505,6 +517,104 @@ __device__ __forceinline__ void ring_load(frag<L> &t, ring<L, T, STAGES> &r, int
     (void)t, (void)r, (void)row, (void)other;
     __trap(); // registered for sm_90 only
 #endif
+}
+
+// ------------------------------------------------------------------------------ tile stream
+// A persistent program (ROWS == 1, walking TILE_FOR_ROW_BLOCKS) streams its rows' column tiles,
+// in that order, through a ring of SLOTS tile slots in the dynamic shared memory (SLOTS *
+// BLOCK_N storage values, the grid's `set smem`), one bulk copy a tile on the slot's barrier, as
+// the row ring above. A row of at most SLOTS tiles stays in the ring from its first read to its
+// tiles' releases, so it can be read twice from shared memory; a released slot at once starts
+// copying the tile SLOTS positions on (in a row of SLOTS tiles, the same tile of the program's
+// next row). The next row's copies thus run under the current row's stores, and its first
+// tiles are reduced while its last ones land (a staged program waits for its whole row).
+// Position k of the stream lives in slot k % SLOTS, whose barrier completes phase k / SLOTS
+// with that copy.
+template <typename L, typename T, int SLOTS> struct stream {
+    static_assert(L::ROWS == 1 && L::CLUSTER == 1, "a program streams whole rows of its own");
+    static_assert(L::VEC * sizeof(T) == 16, "tiles are copied as whole 16-byte vectors");
+    static_assert(SLOTS >= 1 && SLOTS <= 32, "a ring of a few tiles");
+    const T *base;
+    int64_t rows, cols, ld;
+    int tiles;           // column tiles a row (at most SLOTS: dispatch's max_cols)
+    int row_slot;        // the current row's first tile: its slot,
+    uint32_t row_parity; // and the phase parity its copy completes
+    int64_t fetch_row;   // thread 0: the next tile to copy (row, first column, slot)
+    int64_t fetch_col0;
+    int fetch_slot;
+};
+
+// Thread 0: start copying the stream's next tile (nothing past the last row) into its slot and
+// move the cursor on.
+template <typename L, typename T, int SLOTS>
+__device__ __forceinline__ void stream_fetch(stream<L, T, SLOTS> &s) {
+    if (s.fetch_row < s.rows) {
+        const int64_t left = s.cols - s.fetch_col0;
+        const int64_t whole = (left < L::BLOCK_N ? left : L::BLOCK_N) / L::VEC * L::VEC;
+        bulk_copy_to_slot(&ring_barriers<SLOTS>()[s.fetch_slot],
+                          stage_buffer<T>() + s.fetch_slot * L::BLOCK_N,
+                          s.base + s.fetch_row * s.ld + s.fetch_col0,
+                          (uint32_t)(whole * sizeof(T)));
+    }
+    s.fetch_col0 += L::BLOCK_N;
+    if (s.fetch_col0 >= s.cols) {
+        s.fetch_col0 = 0;
+        s.fetch_row += row_stride<L>();
+    }
+    if (++s.fetch_slot == SLOTS) s.fetch_slot = 0;
+}
+
+// Collective, once per program: set up the barriers and start copying the first SLOTS tiles.
+template <typename L, typename T, int SLOTS>
+__device__ __forceinline__ stream<L, T, SLOTS> stream_start(const T *base, int64_t rows,
+                                                            int64_t cols, int64_t ld) {
+    stream<L, T, SLOTS> s{base, rows, cols, ld, (int)((cols + L::BLOCK_N - 1) / L::BLOCK_N),
+                          0, 0, program_row<L>(), 0, 0};
+#if TILE_HAS_SM90
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < SLOTS; k++) mbarrier_init(&ring_barriers<SLOTS>()[k], 1);
+        mbarrier_init_fence(); // visible to the bulk-copy (async) proxy and the other threads
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int k = 0; k < SLOTS; k++) stream_fetch(s);
+#else
+    __trap(); // registered for sm_90 only
+#endif
+    return s;
+}
+
+// Collective: t = tile col0 of the current row `row` as fp32 from its slot, once its copy has
+// landed; `other` beyond cols. May be called again for the same tile until it is released.
+template <typename L, typename T, int SLOTS>
+__device__ __forceinline__ void stream_load(frag<L> &t, const stream<L, T, SLOTS> &s, int64_t row,
+                                            int64_t col0, float other) {
+    int slot = s.row_slot + (int)(col0 / L::BLOCK_N);
+    uint32_t parity = s.row_parity;
+    if (slot >= SLOTS) {
+        slot -= SLOTS;
+        parity ^= 1;
+    }
+    mbarrier_wait(&ring_barriers<SLOTS>()[slot], parity);
+    slot_load<L>(t, stage_buffer<T>() + slot * L::BLOCK_N, s.base, row, s.rows, col0, s.cols, s.ld,
+                 other);
+}
+
+// Collective: every thread is done reading tile col0 of the current row (the tiles of a row are
+// released in order, each once): its slot starts copying the tile SLOTS positions on. After
+// the row's last tile the stream moves to the program's next row.
+template <typename L, typename T, int SLOTS>
+__device__ __forceinline__ void stream_release(stream<L, T, SLOTS> &s, int64_t col0) {
+    __syncthreads();
+    if (threadIdx.x == 0) stream_fetch(s);
+    if (col0 + L::BLOCK_N >= s.cols) {
+        s.row_slot += s.tiles;
+        if (s.row_slot >= SLOTS) {
+            s.row_slot -= SLOTS;
+            s.row_parity ^= 1;
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------ maps

@@ -15,10 +15,10 @@
  * (301 recommended, docs/reliability.md): only the 1823x781 case of the variants of any width
  * (loop, loop cluster) has more than 97 rows, so every other case runs as without a cap, the
  * programs of 2 to 32 rows and their ragged last program at 97 rows included. Persistent
- * variants (persistent, pipe) launch min(rows, SMs x resident programs per SM) programs, at
- * least one per SM (132 on an H200), so in those cases no program walks a second row; each
- * such variant also gets a multi-row walk case (check_multi_row_walk: every program at least
- * 3 rows, the register buffers or ring slots and mbarrier phases reused), which the cap
+ * variants (persistent, pipe, streamed) launch min(rows, SMs x resident programs per SM)
+ * programs, at least one per SM (132 on an H200), so in those cases no program walks a second
+ * row; each such variant also gets a multi-row walk case (check_multi_row_walk: every program
+ * at least 3 rows, the register buffers or ring slots and mbarrier phases reused), which the cap
  * leaves uncapped (a line at the start says so when a cap is set). The staged and one-pass
  * cluster variants' wide cases (up to 262144 columns: their cost) have 3 rows, so a cap
  * leaves them as they are; sanitizer runs split those variants into groups instead. */
@@ -225,9 +225,9 @@ static int check_variant(int32_t index, const tile_variant_info *v) {
     return failed;
 }
 
-/* Persistent and pipe variants: one case whose programs each walk several rows (the register
- * double buffer, or the ring slots and their mbarrier phases, reused row after row), which
- * no case above reaches (they launch a program per SM at least, and see at most 97 rows).
+/* Persistent, pipe and streamed variants: one case whose programs each walk several rows (the
+ * register double buffer, or the ring slots and their mbarrier phases, reused row after row),
+ * which no case above reaches (they launch a program per SM at least, and see at most 97 rows).
  * Rows: WALK_ROWS_PER_PROGRAM x SMs x an upper bound of the programs resident per SM
  * (support_persistent_walk_rows: the library's own occupancy is not exported), + 7 for a
  * ragged end: at least 3 rows a program, more where registers keep fewer programs resident
@@ -252,7 +252,19 @@ static int check_multi_row_walk(int32_t index, const tile_variant_info *v) {
     support_softmax_case c = {.variant = index, .dtype = v->dtype, .log_softmax = index % 2,
                               .rows = rows, .cols = cols, .pad_x = round, .pad_y = round,
                               .offset = 0, .seed = 7919u * (uint64_t)index + 13};
-    return run_case(label, &c);
+    int failed = run_case(label, &c);
+    /* Streamed variants: rows as wide as the ring (less one column, a partial last vector), so
+     * that every slot a row's second pass frees copies the next row's tile while the row's
+     * other tiles are still read; every program walks at least 2 such rows. */
+    if (strstr(v->name, "_streamed_")) {
+        c.rows = support_persistent_walk_rows(&gpu, v, 2);
+        c.cols = v->max_cols - 1;
+        c.pad_x = c.pad_y = (epa - c.cols % epa) % epa;
+        c.log_softmax = !c.log_softmax;
+        snprintf(label, sizeof label, "%s full-width walk", v->name);
+        failed |= run_case(label, &c);
+    }
+    return failed;
 }
 
 /* Errors only a device can produce, per variant: nothing is written. */
