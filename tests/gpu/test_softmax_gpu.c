@@ -512,8 +512,8 @@ int main(void) {
     printf("GPU 0: %s, sm_%d, %d SMs; %d variants in the library\n", gpu.name, gpu.arch,
            gpu.sm_count, tile_variant_count());
     if (max_rows)
-        printf("FUSEDOPS_TEST_MAX_ROWS does not apply to the persistent and pipe variants' "
-               "multi-row walk cases\n");
+        printf("FUSEDOPS_TEST_MAX_ROWS does not apply to the persistent, pipe and streamed "
+               "variants' multi-row walk cases\n");
     const char *only = getenv("FUSEDOPS_TEST_VARIANT");
     int passed = 0, failed = 0, other_arch = 0;
 
