@@ -54,12 +54,12 @@ int support_env_count(const char *name, int64_t fallback, int64_t *value);
 int64_t support_cap_rows(int64_t rows, int64_t max_rows);
 
 /* Persistent variants (names with `_persistent_`, `_pipe_` or `_streamed_`: the softmax and
- * norm ones, one row per program per step, no cluster) launch SMs x (programs resident per SM) programs, an
- * occupancy the library queries for itself (cuOccupancyMaxActiveBlocksPerMultiprocessor on its
- * own kernel handle) and does not export. support_programs_per_sm_bound is an upper bound of
- * it from this GPU's per-SM limits on resident programs, threads and shared memory (the
- * variant's dynamic shared memory only: registers, static shared memory and the driver's
- * reserve can only lower the true figure). */
+ * norm ones, one row per program per step, no cluster) launch SMs x (programs resident per SM)
+ * programs, an occupancy the library queries for itself
+ * (cuOccupancyMaxActiveBlocksPerMultiprocessor on its own kernel handle) and does not export.
+ * support_programs_per_sm_bound is an upper bound of it from this GPU's per-SM limits on
+ * resident programs, threads and shared memory (the variant's dynamic shared memory only:
+ * registers, static shared memory and the driver's reserve can only lower the true figure). */
 int support_is_persistent(const tile_variant_info *info);
 /* Whether the variant is a lean twin (LEAN=1 in its params, which the generator ties to the
  * registry's `lean`): rows of exactly max_cols columns, no bias, residual or s. */

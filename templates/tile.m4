@@ -139,6 +139,7 @@ tile::frag<$2> $1; tile::ring_load<$2>($1, $3, $4, $5)|>)
 # columns, every tile of a row released once, in order (TILE_STREAM_RELEASE).
 m4_define(<|TILE_STREAM|>, <|TILE_ARGS(<|TILE_STREAM|>, <|$6|>, 6)m4_dnl
 m4_ifelse(TILE_IN_KERNEL, 1, <|TILE_NEED(<|STAGE_N|>)|>)m4_dnl
+static_assert(STAGE_N % BLOCK_N == 0, "whole tile slots: a row of STAGE_N columns fits the ring"); m4_dnl
 auto $1 = tile::stream_start<$2, T, STAGE_N / BLOCK_N>((const T *)($3), $4, $5, $6)|>)
 # TILE_STREAM_LOAD(t, L, s, row, col0, other): t = tile col0 of the loop's current row `row` as
 # fp32 from stream s once its copy has landed, `other` beyond cols; read again as often as

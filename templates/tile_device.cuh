@@ -183,7 +183,7 @@ template <typename L, typename T> __device__ __forceinline__ void write_vector(T
     *reinterpret_cast<vec_t<L::VEC, T> *>(dst) = w;
 }
 
-// The masked read shared by load, load_with and stage_load: tile columns [0, BLOCK_N) of a row
+// The masked read shared by load, load_with and slot_load: tile columns [0, BLOCK_N) of a row
 // of each of N tensors at p[j], whose first `limit` columns exist. whole(j, out, c) reads
 // tensor j's whole vector at column c; `spare` is a column whole() may always read for this
 // thread once the row has a whole vector (its value is dropped). A vector straddling the end
@@ -377,21 +377,21 @@ __device__ __forceinline__ void stage_wait() {
     asm volatile("cp.async.commit_group;\n\tcp.async.wait_all;" ::: "memory");
 }
 
-// Tile col0 from the stage (whole vectors) or global memory (the partial vector at the row's
-// end), as fp32; `other` outside the row (read_tile).
-// The same from the shared-memory slot that holds tile col0 (stage_load's, a ring's or a
-// stream's).
+// Tile col0 from the shared-memory slot that holds its whole vectors (a stage's, a ring's or a
+// stream's) or from global memory (the partial vector at the row's end), as fp32; `other`
+// outside the row (read_tile).
 template <typename L, typename T>
 __device__ __forceinline__ void slot_load(frag<L> &t, const T *slot, const T *base, int64_t row,
                                           int64_t rows, int64_t col0, int64_t cols, int64_t ld,
                                           float other) {
-    /* spare: the thread's own first vector, which only its own copy writes (in a slot it
-     * never copied, stale bytes, dropped) */
+    /* spare: the thread's own first vector, always inside the slot (where the tile was not
+     * copied there, stale bytes, dropped) */
     read_tile<L>(t, base + row * ld + col0, row < rows, cols - col0, other, L::col(0),
                  [&](float *out, int c) {
                      unpack16<L::VEC, T>(*reinterpret_cast<const int4 *>(slot + c), out);
                  });
 }
+// Tile col0 from the stage (slot_load from its place in the stage).
 template <typename L, typename T>
 __device__ __forceinline__ void stage_load(frag<L> &t, const T *stage, const T *base, int64_t row,
                                            int64_t rows, int64_t col0, int64_t cols, int64_t ld,
@@ -446,6 +446,33 @@ template <int STAGES> __device__ __forceinline__ uint64_t *ring_barriers() {
     return barrier;
 }
 
+// Collective, once per program: the N slot barriers set up (one arrival a phase) and visible to
+// the bulk-copy (async) proxy and to every thread.
+template <int N> __device__ __forceinline__ void init_slot_barriers() {
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < N; k++) mbarrier_init(&ring_barriers<N>()[k], 1);
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+}
+
+// The bytes of a tile's whole 16-byte vectors, for a tile with `left` columns of the row from its
+// start (the bulk engine copies whole vectors; a partial last one is read from global memory).
+template <typename L, typename T> __device__ __forceinline__ uint32_t whole_vector_bytes(int64_t left) {
+    return (uint32_t)((left < L::BLOCK_N ? left : L::BLOCK_N) / L::VEC * L::VEC * sizeof(T));
+}
+
+// Moves a slot index `by` slots on (0 <= by <= N) in a ring of N, flipping the phase parity
+// its barrier completes where it wraps.
+template <int N> __device__ __forceinline__ void advance_slot(int &slot, uint32_t &parity, int by) {
+    slot += by;
+    if (slot >= N) {
+        slot -= N;
+        parity ^= 1;
+    }
+}
+
 // One thread: start copying `bytes` (a multiple of 16, from a 16-byte aligned address) into a
 // shared-memory slot; the slot's barrier completes its phase once they land. The barrier's one
 // arrival carries the byte count (zero bytes: the arrival alone completes the phase).
@@ -477,16 +504,9 @@ __device__ __forceinline__ void ring_fetch(const ring<L, T, STAGES> &r, int slot
 template <typename L, typename T, int STAGES>
 __device__ __forceinline__ ring<L, T, STAGES> ring_start(const T *base, int64_t rows, int64_t cols,
                                                          int64_t ld) {
-    const int64_t copied = (cols < L::BLOCK_N ? cols : L::BLOCK_N) / L::VEC * L::VEC;
-    const ring<L, T, STAGES> r{base, rows, cols, ld, (uint32_t)(copied * sizeof(T)), 0, 0};
+    const ring<L, T, STAGES> r{base, rows, cols, ld, whole_vector_bytes<L, T>(cols), 0, 0};
 #if TILE_HAS_SM90
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int s = 0; s < STAGES; s++) mbarrier_init(&ring_barriers<STAGES>()[s], 1);
-        // The initialized barriers are visible to the bulk-copy (async) proxy and other threads.
-        mbarrier_init_fence();
-    }
-    __syncthreads();
+    init_slot_barriers<STAGES>();
     if (threadIdx.x == 0)
 #pragma unroll
         for (int s = 0; s < STAGES; s++)
@@ -509,10 +529,7 @@ __device__ __forceinline__ void ring_load(frag<L> &t, ring<L, T, STAGES> &r, int
                  r.ld, other);
     __syncthreads(); // the slot's readers are done: the copy engine may overwrite it
     if (threadIdx.x == 0) ring_fetch(r, r.slot, row + STAGES * row_stride<L>());
-    if (++r.slot == STAGES) {
-        r.slot = 0;
-        r.parity ^= 1;
-    }
+    advance_slot<STAGES>(r.slot, r.parity, 1);
 #else
     (void)t, (void)r, (void)row, (void)other;
     __trap(); // registered for sm_90 only
@@ -548,14 +565,11 @@ template <typename L, typename T, int SLOTS> struct stream {
 // move the cursor on.
 template <typename L, typename T, int SLOTS>
 __device__ __forceinline__ void stream_fetch(stream<L, T, SLOTS> &s) {
-    if (s.fetch_row < s.rows) {
-        const int64_t left = s.cols - s.fetch_col0;
-        const int64_t whole = (left < L::BLOCK_N ? left : L::BLOCK_N) / L::VEC * L::VEC;
+    if (s.fetch_row < s.rows)
         bulk_copy_to_slot(&ring_barriers<SLOTS>()[s.fetch_slot],
                           stage_buffer<T>() + s.fetch_slot * L::BLOCK_N,
                           s.base + s.fetch_row * s.ld + s.fetch_col0,
-                          (uint32_t)(whole * sizeof(T)));
-    }
+                          whole_vector_bytes<L, T>(s.cols - s.fetch_col0));
     s.fetch_col0 += L::BLOCK_N;
     if (s.fetch_col0 >= s.cols) {
         s.fetch_col0 = 0;
@@ -571,12 +585,7 @@ __device__ __forceinline__ stream<L, T, SLOTS> stream_start(const T *base, int64
     stream<L, T, SLOTS> s{base, rows, cols, ld, (int)((cols + L::BLOCK_N - 1) / L::BLOCK_N),
                           0, 0, program_row<L>(), 0, 0};
 #if TILE_HAS_SM90
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int k = 0; k < SLOTS; k++) mbarrier_init(&ring_barriers<SLOTS>()[k], 1);
-        mbarrier_init_fence(); // visible to the bulk-copy (async) proxy and the other threads
-    }
-    __syncthreads();
+    init_slot_barriers<SLOTS>();
     if (threadIdx.x == 0)
         for (int k = 0; k < SLOTS; k++) stream_fetch(s);
 #else
@@ -590,12 +599,9 @@ __device__ __forceinline__ stream<L, T, SLOTS> stream_start(const T *base, int64
 template <typename L, typename T, int SLOTS>
 __device__ __forceinline__ void stream_load(frag<L> &t, const stream<L, T, SLOTS> &s, int64_t row,
                                             int64_t col0, float other) {
-    int slot = s.row_slot + (int)(col0 / L::BLOCK_N);
+    int slot = s.row_slot;
     uint32_t parity = s.row_parity;
-    if (slot >= SLOTS) {
-        slot -= SLOTS;
-        parity ^= 1;
-    }
+    advance_slot<SLOTS>(slot, parity, (int)(col0 / L::BLOCK_N));
     mbarrier_wait(&ring_barriers<SLOTS>()[slot], parity);
     slot_load<L>(t, stage_buffer<T>() + slot * L::BLOCK_N, s.base, row, s.rows, col0, s.cols, s.ld,
                  other);
@@ -608,13 +614,7 @@ template <typename L, typename T, int SLOTS>
 __device__ __forceinline__ void stream_release(stream<L, T, SLOTS> &s, int64_t col0) {
     __syncthreads();
     if (threadIdx.x == 0) stream_fetch(s);
-    if (col0 + L::BLOCK_N >= s.cols) {
-        s.row_slot += s.tiles;
-        if (s.row_slot >= SLOTS) {
-            s.row_slot -= SLOTS;
-            s.row_parity ^= 1;
-        }
-    }
+    if (col0 + L::BLOCK_N >= s.cols) advance_slot<SLOTS>(s.row_slot, s.row_parity, s.tiles);
 }
 
 // ------------------------------------------------------------------------------ maps

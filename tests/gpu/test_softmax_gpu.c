@@ -235,8 +235,8 @@ static int check_variant(int32_t index, const tile_variant_info *v) {
  * which is the case's point. Columns: a quarter of the variant's width + 3, ragged (odd, so
  * a partial last vector where the variant is vector wide; the row stride is padded to the
  * alignment), to keep the host's float64 reference at these row counts (up to ~13000) to
- * about 3 s for the 39 such variants of sm_90 (~28 ns an element on a 2-core build machine);
- * full-width rows have their own cases above. One of softmax and log-softmax per variant,
+ * a few seconds for the 46 such variants of sm_90 (~28 ns an element on a 2-core build
+ * machine); full-width rows have their own cases above. One of softmax and log-softmax per variant,
  * alternating, as the walk is the same for both. */
 #define WALK_ROWS_PER_PROGRAM 3
 
@@ -262,6 +262,16 @@ static int check_multi_row_walk(int32_t index, const tile_variant_info *v) {
         c.pad_x = c.pad_y = (epa - c.cols % epa) % epa;
         c.log_softmax = !c.log_softmax;
         snprintf(label, sizeof label, "%s full-width walk", v->name);
+        failed |= run_case(label, &c);
+        /* Rows of 5 of the family's 4096-column tiles, the last of one column (under one
+         * vector: a zero-byte copy whose arrival alone completes its slot's phase): in rings
+         * of 8 and 12 slots, rows start at ever other slots and cross the ring's end, where
+         * the phase parity flips inside a row. */
+        c.rows = support_persistent_walk_rows(&gpu, v, WALK_ROWS_PER_PROGRAM);
+        c.cols = 4 * 4096 + 1;
+        c.pad_x = c.pad_y = (epa - c.cols % epa) % epa;
+        c.log_softmax = !c.log_softmax;
+        snprintf(label, sizeof label, "%s walk across the ring's end", v->name);
         failed |= run_case(label, &c);
     }
     return failed;
