@@ -207,7 +207,7 @@ static int walk_in_pairs(const tile_device *device, int32_t variant,
                          const tile_flash_attention_args *a, int64_t units) {
     const tile_variant *v = &tile_registry[variant];
     if (!a->causal || !v->persistent) return 0;
-    const int64_t programs = (int64_t)device->sm_count * device->blocks_per_sm[variant];
+    const int64_t programs = tile_resident_programs(device, variant);
     if (programs < 1) return 0;
     const int64_t rounds = (units + programs - 1) / programs;
     const double idle = (double)(rounds * programs) / (double)units; /* >= 1: the last round */

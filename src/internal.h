@@ -125,6 +125,9 @@ int32_t tile_alignment_of(uint64_t x);
  * unit of work, as if it were not persistent. */
 tile_status tile_launch_programs(const tile_device *device, int32_t variant, int64_t programs,
                                  int all_programs, tile_stream stream, void **args);
+/* Programs of `variant` the device holds at once (SMs x resident per SM; 0 when unknown): what
+ * a persistent variant launches at most. */
+int64_t tile_resident_programs(const tile_device *device, int32_t variant);
 /* tile_launch_programs, persistent variants clamped to their resident programs. */
 tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
                         tile_stream stream, void **args);

@@ -187,6 +187,10 @@ tile_status tile_current_device(const tile_device **device) {
     return TILE_STATUS_SUCCESS;
 }
 
+int64_t tile_resident_programs(const tile_device *device, int32_t variant) {
+    return (int64_t)device->sm_count * device->blocks_per_sm[variant];
+}
+
 tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
                         tile_stream stream, void **args) {
     return tile_launch_programs(device, variant, programs, 0, stream, args);
@@ -197,7 +201,7 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
     const tile_variant *v = &tile_registry[variant];
     const tile_driver *d = tile_driver_get(NULL);
     if (v->persistent && !all_programs) {
-        const int64_t resident = (int64_t)device->sm_count * device->blocks_per_sm[variant];
+        const int64_t resident = tile_resident_programs(device, variant);
         if (programs > resident) programs = resident;
     }
     int64_t blocks = programs * v->cluster;

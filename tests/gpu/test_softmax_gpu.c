@@ -236,9 +236,23 @@ static int check_variant(int32_t index, const tile_variant_info *v) {
  * a partial last vector where the variant is vector wide; the row stride is padded to the
  * alignment), to keep the host's float64 reference at these row counts (up to ~13000) to
  * a few seconds for the 46 such variants of sm_90 (~28 ns an element on a 2-core build
- * machine); full-width rows have their own cases above. One of softmax and log-softmax per variant,
- * alternating, as the walk is the same for both. */
+ * machine); full-width rows have their own cases above. One of softmax and log-softmax per
+ * variant, alternating, as the walk is the same for both. */
 #define WALK_ROWS_PER_PROGRAM 3
+
+/* One more walk case of a streamed variant: case c with `walk` rows a program, `cols` columns
+ * (row strides padded to the alignment) and the other of softmax and log-softmax. */
+static int run_streamed_walk(const tile_variant_info *v, support_softmax_case *c, int64_t walk,
+                             int64_t cols, const char *what) {
+    const int64_t epa = v->align_bytes / (int64_t)support_dtype_size(v->dtype);
+    char label[160];
+    c->rows = support_persistent_walk_rows(&gpu, v, walk);
+    c->cols = cols;
+    c->pad_x = c->pad_y = (epa - cols % epa) % epa;
+    c->log_softmax = !c->log_softmax;
+    snprintf(label, sizeof label, "%s %s", v->name, what);
+    return run_case(label, c);
+}
 
 static int check_multi_row_walk(int32_t index, const tile_variant_info *v) {
     const int64_t elem = (int64_t)support_dtype_size(v->dtype);
@@ -253,26 +267,17 @@ static int check_multi_row_walk(int32_t index, const tile_variant_info *v) {
                               .rows = rows, .cols = cols, .pad_x = round, .pad_y = round,
                               .offset = 0, .seed = 7919u * (uint64_t)index + 13};
     int failed = run_case(label, &c);
-    /* Streamed variants: rows as wide as the ring (less one column, a partial last vector), so
-     * that every slot a row's second pass frees copies the next row's tile while the row's
-     * other tiles are still read; every program walks at least 2 such rows. */
     if (strstr(v->name, "_streamed_")) {
-        c.rows = support_persistent_walk_rows(&gpu, v, 2);
-        c.cols = v->max_cols - 1;
-        c.pad_x = c.pad_y = (epa - c.cols % epa) % epa;
-        c.log_softmax = !c.log_softmax;
-        snprintf(label, sizeof label, "%s full-width walk", v->name);
-        failed |= run_case(label, &c);
+        /* Rows as wide as the ring (less one column, a partial last vector), so that every
+         * slot a row's second pass frees copies the next row's tile while the row's other
+         * tiles are still read; every program walks at least 2 such rows. */
+        failed |= run_streamed_walk(v, &c, 2, v->max_cols - 1, "full-width walk");
         /* Rows of 5 of the family's 4096-column tiles, the last of one column (under one
          * vector: a zero-byte copy whose arrival alone completes its slot's phase): in rings
-         * of 8 and 12 slots, rows start at ever other slots and cross the ring's end, where
-         * the phase parity flips inside a row. */
-        c.rows = support_persistent_walk_rows(&gpu, v, WALK_ROWS_PER_PROGRAM);
-        c.cols = 4 * 4096 + 1;
-        c.pad_x = c.pad_y = (epa - c.cols % epa) % epa;
-        c.log_softmax = !c.log_softmax;
-        snprintf(label, sizeof label, "%s walk across the ring's end", v->name);
-        failed |= run_case(label, &c);
+         * of 8 and 12 slots, each row starts at another slot and some cross the ring's end,
+         * where the phase parity flips inside a row. */
+        failed |= run_streamed_walk(v, &c, WALK_ROWS_PER_PROGRAM, 4 * 4096 + 1,
+                                    "walk across the ring's end");
     }
     return failed;
 }
