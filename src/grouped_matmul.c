@@ -121,7 +121,8 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
- * boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k. */
+ * boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k;
+ * C, where its layout allows, in boxes of 64 n x 64 rows (the epilogue's copies out). */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
                                int64_t block_m, int64_t block_n, tile_gemm_kernel_args *k) {
     if (a->total_m > INT32_MAX)
@@ -137,7 +138,20 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     const int64_t group = a->groups > 1 ? a->b_group_stride : (outer * k->b_ld + 7) / 8 * 8;
     const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {k->b_ld, group};
     const uint32_t b_box[3] = {64, kmajor ? (uint32_t)block_n : 64, 1};
-    return tile_encode_tensor_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
+    s = tile_encode_tensor_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    /* C: optional (the epilogue stores by threads without it), so only where a map can
+     * describe it and its stores stop at column n: a 16-byte aligned base, rows a multiple
+     * of 16 bytes apart, and n a multiple of 16 bytes (a box store past n writes the whole
+     * 16 bytes that hold column n - 1: the row's padding, measured). */
+    const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
+    if ((uintptr_t)a->c % 16 != 0 || a->ldc * elem % 16 != 0 || a->n * elem % 16 != 0)
+        return TILE_STATUS_SUCCESS;
+    const int64_t c_dims[2] = {a->n, a->total_m}, c_strides[1] = {a->ldc};
+    const uint32_t c_box[2] = {64, 64};
+    s = tile_encode_tensor_map(fn, "c", &k->c_map, a->dtype, a->c, 2, c_dims, c_strides, c_box);
+    k->c_by_map = s == TILE_STATUS_SUCCESS;
+    return s;
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,

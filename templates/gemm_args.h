@@ -11,8 +11,11 @@ typedef struct tile_gemm_kernel_args {
     /* Tensor maps of the warp-specialized variants (copies by the tensor memory accelerator),
      * encoded per call by the host; unused (zero) for the others. a_map: A [total_m, k] in
      * boxes of 64 k x BLOCK_M rows. b_map: B [groups, n, k] in boxes of 64 k x BLOCK_N (K-major) or
-     * [groups, k, n] in boxes of 64 n x 64 k (N-major). 128-byte swizzled, as wgmma reads. */
-    CUtensorMap a_map, b_map;
+     * [groups, k, n] in boxes of 64 n x 64 k (N-major). 128-byte swizzled, as wgmma reads.
+     * c_map: C [total_m, n] in boxes of 64 n x 64 rows, as the epilogue's staging is laid out;
+     * encoded only where C allows it (c_by_map 1): 16-byte aligned, rows and n 16-byte
+     * multiples (a store stops at n in whole 16 bytes). */
+    CUtensorMap a_map, b_map, c_map;
     void *c;
     const void *a, *b;
     const void *bias;          /* [groups, n] rows bias_group apart, or NULL */
@@ -25,6 +28,7 @@ typedef struct tile_gemm_kernel_args {
     int32_t n, k;
     int32_t groups;
     int32_t b_kmajor;          /* 1: B_g is [n, k] with k contiguous; 0: [k, n], n contiguous */
+    int32_t c_by_map;          /* 1: full 64-row tile halves go out through c_map */
 } tile_gemm_kernel_args;
 
 

@@ -440,8 +440,12 @@ m4_define(<|TILE_GEMM_ACCUMULATOR|>, <|tile::gemm::accumulator<$2> $1; tile::gem
 m4_define(<|TILE_GEMM_PRODUCT|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCT|>, <|$5|>, 5)tile::gemm::product_k_tile<$2, T>($1, $3, $4, $5)|>)
 # TILE_GEMM_STORE(a, pos, acc, L, tiles): C's tile at pos = acc + the group's bias row (if
 # any), rounded to the storage type; rows past the group and columns past n are not written
-# (warp-specialized variants through a staging tile in tiles, whole 16-byte chunks out).
+# (warp-specialized variants through a staging tile in tiles: by C's tensor map where the
+# rows allow, else whole 16-byte chunks out).
 m4_define(<|TILE_GEMM_STORE|>, <|TILE_ARGS(<|TILE_GEMM_STORE|>, <|$5|>, 5)tile::gemm::store_tile<$4, T>($1, $2, $3, $5)|>)
+# TILE_GEMM_STORES_DRAIN(L): after a program's last TILE_GEMM_STORE, wait for its copies out
+# through C's tensor map (warp-specialized variants; they read the staging tiles).
+m4_define(<|TILE_GEMM_STORES_DRAIN|>, <|tile::gemm::stores_drain<$1>()|>)
 
 # Warp-specialized variants (WARPGROUPS 3): TILE_GEMM_PIPELINE(pipe, L): pipe = the ring of
 # stages with a full and an empty barrier each (collective, once). TILE_GEMM_PRODUCER(L): whether

@@ -398,37 +398,65 @@ __device__ __forceinline__ void store_tile_direct(const tile_gemm_kernel_args &a
     }
 }
 
+// Byte offset of 16-byte chunk `chunk` (of 16) of row `row` in a consumer's staging tile: two
+// 64 x 64 boxes of 128-byte rows, chunk c of row r at c ^ (r % 8) within its box, the tensor
+// memory accelerator's 128-byte swizzle (the staging is 1024-byte aligned). Neither the
+// stmatrix writes (8 rows of one chunk) nor the row reads conflict on banks.
+__device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
+    return (uint32_t)((chunk >> 3) * 8192 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+
 // The same through shared memory (warp-specialized variants): each consumer warpgroup writes its
-// 64-row fragments, 128 columns at a time, into its staging tile (16-byte chunks XOR-swizzled
-// by row, so neither side conflicts on banks), then copies whole 16-byte row chunks out: a
-// sixteenth of the store instructions of the direct path, each warp's stores whole lines.
-// Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer).
+// 64-row fragments, 128 columns at a time, into its staging tile (stmatrix, 16 x 16 values an
+// instruction). Where the warpgroup's rows all lie in the group and C has a tensor map, one
+// thread sends the two boxes out by it and the warpgroup goes on to its next tile while the
+// copy reads the staging (perf-notes G6); else its threads copy whole 16-byte row chunks out
+// (rows past the group and columns past n skipped). The staging is written again only once
+// the last bulk copy has read it. Only the warpgroup's own 128 threads synchronize (named
+// barrier 1 + consumer).
 template <typename L, typename T>
 __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                   const accumulator<L> &c, const smem_tiles<L, T> &t) {
-    const int l = lane_id(), g = l >> 2, q = l & 3, wg = L::consumer_wg();
+    const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
     unsigned char *stage = t.staging(wg);
     const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
     const int64_t row0 = pos.row0 + wg * 64;
+    const bool by_map = a.c_by_map && row0 + 64 <= pos.row_end;
+    // stmatrix: matrix m = l / 8 is rows (m % 2) * 8 + [0, 8) of the warp's 16, chunk m / 2 of
+    // the pair; lane l gives its row l % 8
+    const int srow = wrow + (l & 7) + ((l >> 3) & 1) * 8, schunk = l >> 4;
 #pragma unroll
     for (int pass = 0; pass < L::WG_COLS / 128; pass++) {
-        const int32_t col0 = pos.col0 + L::warp_col0() + pass * 128;
+        const int32_t col0 = pos.col0 + pass * 128;
+        if (tid == 0) bulk_wait_read(); // the staging's last copy out has read it
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
 #pragma unroll
-        for (int jj = 0; jj < 16; jj++) {
-            const int j = pass * 16 + jj;
-            const int32_t col = col0 + jj * 8 + 2 * q;
-            float b0 = 0.0f, b1 = 0.0f;
-            if (bias && col < a.n) {
-                b0 = to_float(bias[col]);
-                if (col + 1 < a.n) b1 = to_float(bias[col + 1]);
-            }
+        for (int jj = 0; jj < 16; jj += 2) {
+            uint32_t r[4];
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int row = wrow + g + r * 8;
-                *reinterpret_cast<uint32_t *>(stage + row * 256 + ((jj ^ (row & 7)) << 4) + 4 * q) =
-                    mma_type<T>::pack(c.d[0][j][2 * r] + b0, c.d[0][j][2 * r + 1] + b1);
+            for (int h = 0; h < 2; h++) {
+                const int j = pass * 16 + jj + h;
+                const int32_t col = col0 + (jj + h) * 8 + 2 * q;
+                float b0 = 0.0f, b1 = 0.0f;
+                if (bias && col < a.n) {
+                    b0 = to_float(bias[col]);
+                    if (col + 1 < a.n) b1 = to_float(bias[col + 1]);
+                }
+                r[2 * h] = mma_type<T>::pack(c.d[0][j][0] + b0, c.d[0][j][1] + b1);     // row g
+                r[2 * h + 1] = mma_type<T>::pack(c.d[0][j][2] + b0, c.d[0][j][3] + b1); // row g + 8
             }
+            stmatrix_x4(stage + staging_offset(srow, jj + schunk), r);
+        }
+        if (by_map) {
+            fence_async_shared();
+            asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+            if (tid == 0) {
+                tma_store_2d(&a.c_map, col0, (int32_t)row0, stage);
+                tma_store_2d(&a.c_map, col0 + 64, (int32_t)row0, stage + 8192);
+                bulk_commit();
+            }
+            continue;
         }
         asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
         T *out = (T *)a.c;
@@ -438,7 +466,7 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
             const int64_t grow = row0 + row;
             const int32_t col = col0 + chunk * 8;
             if (grow >= pos.row_end || col >= a.n) continue;
-            const int4 v = *reinterpret_cast<const int4 *>(stage + row * 256 + ((chunk ^ (row & 7)) << 4));
+            const int4 v = *reinterpret_cast<const int4 *>(stage + staging_offset(row, chunk));
             T *p = out + grow * a.ldc + col;
             if (col + 8 <= a.n) {
                 *reinterpret_cast<int4 *>(p) = v;
@@ -449,8 +477,13 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
                     if (col + k < a.n) p[k] = e[k];
             }
         }
-        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); // staging free again
     }
+}
+
+// Consumers, after their last tile: the copies out by tensor map have completed (the program's
+// shared memory stays until they have read it).
+template <typename L> __device__ __forceinline__ void stores_drain() {
+    if (L::WGMMA && threadIdx.x % 128 == 0) bulk_wait();
 }
 
 template <typename L, typename T>

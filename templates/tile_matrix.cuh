@@ -222,6 +222,52 @@ __device__ __forceinline__ void tma_load_4d(void *smem, const void *map, int32_t
     (void)smem, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar;
 #endif
 }
+// The reverse: a box of shared memory out to the tensor (the parts of the box outside the tensor
+// are not written), in a bulk group of the issuing thread (bulk_commit closes the group).
+__device__ __forceinline__ void tma_store_2d(const void *map, int32_t c0, int32_t c1, const void *smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"((uint32_t)__cvta_generic_to_shared(smem))
+                 : "memory");
+#else
+    (void)map, (void)c0, (void)c1, (void)smem;
+#endif
+}
+// The issuing thread's bulk groups: close the open one; wait until all have read their shared
+// memory (which may then be written again); wait until all have completed.
+__device__ __forceinline__ void bulk_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
+}
+// Makes this thread's shared-memory writes visible to the bulk copies it or others issue next.
+__device__ __forceinline__ void fence_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+// Four 8 x 8 matrices of 16-bit values from the mma fragment layout (register i: matrix i, two
+// columns of one row a lane) to shared memory; lane l gives the address of row l % 8 of matrix
+// l / 8 (16 contiguous bytes).
+__device__ __forceinline__ void stmatrix_x4(void *row, const uint32_t (&r)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"((uint32_t)__cvta_generic_to_shared(row)), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+#else
+    (void)row, (void)r;
+#endif
+}
 
 // A ring of STAGES shared-memory buffers between one producer thread (tensor-memory-accelerator
 // copies) and consumer warps: full[s] completes when stage s's copies landed (the producer's

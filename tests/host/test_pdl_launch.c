@@ -243,9 +243,11 @@ static int64_t grouped_matmul_programs(const tile_variant_info *v,
     return (ceil_div(g->total_m, param(v, "BLOCK_M")) + g->groups) *
            ceil_div(g->n, param(v, "BLOCK_N"));
 }
-/* Tensor maps: A and B for a warp-specialized variant (WARPGROUPS 3). */
-static int grouped_matmul_maps(const tile_variant_info *v) {
-    return param(v, "WARPGROUPS") >= 3 ? 2 : 0;
+/* Tensor maps: A and B for a warp-specialized variant (WARPGROUPS 3), and C where its rows end
+ * on a 16-byte boundary (n a multiple of 8; C's base and ldc always are). */
+static int grouped_matmul_maps(const tile_variant_info *v, const tile_grouped_matmul_args *g) {
+    if (param(v, "WARPGROUPS") < 3) return 0;
+    return g->n % 8 == 0 ? 3 : 2;
 }
 
 /* ------------------------------------------------------------------ dispatched calls */
@@ -305,7 +307,7 @@ static void test_dispatched(void **state) {
         before = recorded();
         assert_status(tile_grouped_matmul(&g, STREAM), TILE_STATUS_SUCCESS);
         check_launch("tile_grouped_matmul", &v, &before, grouped_matmul_programs(&v, &g),
-                     GRID_CAPPED, grouped_matmul_maps(&v));
+                     GRID_CAPPED, grouped_matmul_maps(&v, &g));
         printf("dispatched %s grouped matmul: %s\n", tile_dtype_string(dtype), v.name);
     }
 }
@@ -463,8 +465,8 @@ static void test_attention(void **state) {
 
 /* Every grouped matmul variant, f16 and bf16, on more tiles than stay resident and on a few:
  * the variants are persistent (docs/api.md), so the grid is the programs asked for clamped to
- * SMs x resident. Warp-specialized variants encode A and B as tensor maps first. total_m == 0
- * launches nothing (and encodes nothing). */
+ * SMs x resident. Warp-specialized variants encode A, B and (n a multiple of 8) C as tensor maps
+ * first. total_m == 0 launches nothing (and encodes nothing). */
 static void test_grouped_matmul(void **state) {
     (void)state;
     for (int t = 1; t < DTYPES; t++) {
@@ -480,7 +482,7 @@ static void test_grouped_matmul(void **state) {
                 launches += check_forced(large ? "8 groups, 8192 x 4096 x 4096, B [g, k, n]"
                                                : "2 groups, 256 x 256 x 512, B [g, n, k], bias",
                                          info, &before, s, 0, grouped_matmul_programs(info, &g),
-                                         GRID_CAPPED, grouped_matmul_maps(info));
+                                         GRID_CAPPED, grouped_matmul_maps(info, &g));
             }
             tile_grouped_matmul_args empty = grouped_matmul_args(dtypes[t], 0);
             empty.total_m = 0;
