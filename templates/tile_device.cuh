@@ -158,8 +158,9 @@ template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
 // How a load treats the caches: evict_first for the last read of data (ld.global.cs);
 // read_only through the non-coherent path (ld.global.nc), for data no thread writes during the
 // kernel, or (in place: y == x, s == residual) only the thread that read it, after its one
-// read: no element is read through it after it was written; plain (ld.global), which the compiler cannot move across a barrier, for small
-// vectors read after a row reduction, so their registers are not held through it.
+// read: no element is read through it after it was written; plain (ld.global), which the
+// compiler cannot move across a barrier, for small vectors read after a row reduction, so
+// their registers are not held through it.
 enum class hint { evict_first, read_only, plain };
 
 // One whole vector of a tile: VEC storage values at src (16 bytes in one access where VEC
@@ -813,10 +814,30 @@ template <typename L, typename Op> __device__ __forceinline__ float thread_reduc
     return thread_reduce(t, op, [](float v) { return v; });
 }
 
+// Lane `lane`'s v, to every lane of the warp (any type of whole 32-bit words).
+template <typename V> __device__ __forceinline__ V shfl_lane(V v, int lane) {
+    static_assert(sizeof(V) % 4 == 0, "whole 32-bit words");
+    uint32_t w[sizeof(V) / 4];
+    memcpy(w, &v, sizeof w);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(V) / 4); i++) w[i] = __shfl_sync(0xffffffffu, w[i], lane);
+    memcpy(&v, w, sizeof w);
+    return v;
+}
+
+// Whether row_reduce folds more than 4 warps' parts by a butterfly (below): not the online
+// softmax's (m, s) pairs, whose 8-warp loop ran 3% slower so (perf-notes K24).
+template <typename Op> struct butterfly_fold { static constexpr bool value = true; };
+template <> struct butterfly_fold<op_online> { static constexpr bool value = false; };
+
 // Reduce a per-thread value over its row: a butterfly of warp shuffles inside the row's lanes,
 // then (rows wider than a warp) one shared-memory exchange among the row's warps, then (a row
 // split over a cluster) one exchange through distributed shared memory. Every thread of the
-// program must call it (it holds barriers); every thread gets its row's result.
+// program must call it (it holds barriers); every thread gets its row's result, the same bits
+// in every thread. Up to 4 warps' parts are folded one after another; more (8 to 32) by a
+// butterfly over the lanes, lane l holding part l % WARPS_PER_ROW, and lane 0's result taken
+// by all (a 512-thread two-pass norm of 4096 columns ran 17% faster without the 15 dependent
+// folds a thread, perf-notes K24), except where butterfly_fold says not to.
 template <typename L, typename V, typename Op> __device__ __forceinline__ V row_reduce(V v, Op op) {
     constexpr int WIDTH = L::TPR < 32 ? L::TPR : 32;
 #pragma unroll
@@ -829,9 +850,16 @@ template <typename L, typename V, typename Op> __device__ __forceinline__ V row_
         __syncthreads(); // the previous reduction's readers are done with warp_part
         if (threadIdx.x % 32 == 0) warp_part[warp] = v;
         __syncthreads();
-        v = warp_part[0];
+        if constexpr (L::WARPS_PER_ROW > 4 && butterfly_fold<Op>::value) {
+            v = warp_part[threadIdx.x % 32 % L::WARPS_PER_ROW];
 #pragma unroll
-        for (int w = 1; w < L::WARPS_PER_ROW; w++) v = op(v, warp_part[w]);
+            for (int mask = L::WARPS_PER_ROW / 2; mask > 0; mask /= 2) v = op(v, shfl_xor(v, mask));
+            v = shfl_lane(v, 0);
+        } else {
+            v = warp_part[0];
+#pragma unroll
+            for (int w = 1; w < L::WARPS_PER_ROW; w++) v = op(v, warp_part[w]);
+        }
         if constexpr (L::CLUSTER > 1) {
 #if TILE_HAS_SM90
             namespace cg = cooperative_groups;
