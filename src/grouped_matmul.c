@@ -142,10 +142,13 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     if (s != TILE_STATUS_SUCCESS) return s;
     /* C: optional (the epilogue stores by threads without it), so only where a map can
      * describe it and its stores stop at column n: a 16-byte aligned base, rows a multiple
-     * of 16 bytes apart, and n a multiple of 16 bytes (a box store past n writes the whole
-     * 16 bytes that hold column n - 1: the row's padding, measured). */
+     * of 16 bytes apart and under 2^40 bytes (the driver's limit), and n a multiple of 16
+     * bytes (a box store past n writes the whole 16 bytes that hold column n - 1: the row's
+     * padding, measured). Then an encoding failure is the driver's, reported as for A and B. */
     const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
-    if ((uintptr_t)a->c % 16 != 0 || a->ldc * elem % 16 != 0 || a->n * elem % 16 != 0)
+    const int64_t row_bytes = a->ldc * elem;
+    if ((uintptr_t)a->c % 16 != 0 || row_bytes % 16 != 0 || row_bytes >= ((int64_t)1 << 40) ||
+        a->n * elem % 16 != 0)
         return TILE_STATUS_SUCCESS;
     const int64_t c_dims[2] = {a->n, a->total_m}, c_strides[1] = {a->ldc};
     const uint32_t c_box[2] = {64, 64};

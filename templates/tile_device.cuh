@@ -851,6 +851,8 @@ template <typename L, typename V, typename Op> __device__ __forceinline__ V row_
         if (threadIdx.x % 32 == 0) warp_part[warp] = v;
         __syncthreads();
         if constexpr (L::WARPS_PER_ROW > 4 && butterfly_fold<Op>::value) {
+            static_assert((L::WARPS_PER_ROW & (L::WARPS_PER_ROW - 1)) == 0 && L::WARPS_PER_ROW <= 32,
+                          "the butterfly pairs lanes by xor: a power of two of warps, at most 32");
             v = warp_part[threadIdx.x % 32 % L::WARPS_PER_ROW];
 #pragma unroll
             for (int mask = L::WARPS_PER_ROW / 2; mask > 0; mask /= 2) v = op(v, shfl_xor(v, mask));
