@@ -797,7 +797,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             *reinterpret_cast<uint32_t *>(tile + swizzled(L::BLOCK_M, row, d) + 4 * q) =
                 mma_type<T>::pack(st.o[0][d][2 * r] * inv[0][r], st.o[0][d][2 * r + 1] * inv[0][r]);
         }
-    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+    warpgroup_sync(1 + wg);
     T *out = (T *)a.o + (int64_t)k.b * a.o_batch + (int64_t)k.h * a.o_head;
     const int chunks_valid = a.head_dim / 8;
 #pragma unroll
@@ -807,7 +807,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             *reinterpret_cast<int4 *>(out + (int64_t)(k.m0 + r) * a.o_seq + c * 8) =
                 *reinterpret_cast<const int4 *>(tile + swizzled(L::BLOCK_M, r, c));
     }
-    asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+    warpgroup_sync(1 + wg);
 }
 
 } // namespace attn

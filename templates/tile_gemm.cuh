@@ -430,7 +430,7 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
     for (int pass = 0; pass < L::WG_COLS / 128; pass++) {
         const int32_t col0 = pos.col0 + pass * 128;
         if (tid == 0) bulk_wait_read(); // the staging's last copy out has read it
-        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+        warpgroup_sync(1 + wg);
 #pragma unroll
         for (int jj = 0; jj < 16; jj += 2) {
             uint32_t r[4];
@@ -448,9 +448,9 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
             }
             stmatrix_x4(stage + staging_offset(srow, jj + schunk), r);
         }
+        if (by_map) fence_async_shared(); // the writes, to the copy engine
+        warpgroup_sync(1 + wg);
         if (by_map) {
-            fence_async_shared();
-            asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
             if (tid == 0) {
                 tma_store_2d(&a.c_map, col0, (int32_t)row0, stage);
                 tma_store_2d(&a.c_map, col0 + 64, (int32_t)row0, stage + 8192);
@@ -458,7 +458,6 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
             }
             continue;
         }
-        asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
         T *out = (T *)a.c;
 #pragma unroll
         for (int i = tid; i < 64 * 16; i += 128) {

@@ -15,6 +15,12 @@ namespace tile {
 
 __device__ __forceinline__ int lane_id() { return threadIdx.x % 32; }
 
+// The 128 threads of one warpgroup meet at named barrier `id` (1 and up: 0 is __syncthreads),
+// the other warpgroups going on.
+__device__ __forceinline__ void warpgroup_sync(int id) {
+    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+
 // The SFU's base-2 exponential, MUFU.EX2 (relative error ~2^-22; flushes denormals).
 __device__ __forceinline__ float exp2_approx(float x) {
     float y;
