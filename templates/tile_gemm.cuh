@@ -85,6 +85,7 @@ struct scheduler {
     int64_t start, end;
     int64_t base, tiles;
     int32_t n_tiles;         // BN-column tiles of C
+    int32_t band;            // row tiles a band (scheduler_next)
 };
 
 template <typename L>
@@ -95,6 +96,14 @@ __device__ __forceinline__ scheduler scheduler_init(const tile_gemm_kernel_args 
     s.start = s.end = 0;
     s.base = s.tiles = 0;
     s.n_tiles = (a.n + L::BN - 1) / L::BN;
+    // The programs in flight cover a band's R row tiles by P / R column tiles; their A rows
+    // (R BM) and B columns (P BN / R) are fewest at R = sqrt(P BN / BM) (perf-notes G7), as long
+    // as the band's rows of A (kept in L2 while its columns go by) stay within 16 MB, a third of
+    // a Hopper GPU's L2.
+    const float best = sqrtf((float)gridDim.x * L::BN / L::BM) + 0.5f;
+    const int64_t fits = (16LL << 20) / ((int64_t)L::BM * (a.k > 0 ? a.k : 1) * 2);
+    s.band = (int32_t)(best < (float)fits ? best : (float)fits);
+    if (s.band < 1) s.band = 1;
     return s;
 }
 
@@ -143,13 +152,13 @@ __device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_ker
 }
 
 // Takes the next tile: false when there is none. Within a group, tiles run in bands of
-// BAND row tiles, column tile by column tile, so the programs running at once share rows of A
-// and columns of B in L2.
+// s.band row tiles, column tile by column tile, so the programs running at once share rows of
+// A and columns of B in L2.
 template <typename L>
 __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
                                                tile_pos &pos) {
-    constexpr int64_t BAND = 8;
     if (!scheduler_seek<L>(s, a)) return false;
+    const int64_t BAND = s.band;
     const int64_t local = s.next - s.base;
     const int64_t m_tiles = s.tiles / s.n_tiles;
     const int64_t band = local / (BAND * s.n_tiles);
