@@ -55,7 +55,8 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-    // each consumer's output staging: 64 rows x 128 columns, written out in WG_COLS / 128 passes
+    // each consumer's output staging: two 64 x 64 slots, written out by turns in WG_COLS / 64
+    // passes
     static constexpr int STAGING_BYTES = 64 * 128 * 2;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
     static constexpr bool WGMMA = true;
@@ -407,45 +408,51 @@ __device__ __forceinline__ void store_tile_direct(const tile_gemm_kernel_args &a
     }
 }
 
-// Byte offset of 16-byte chunk `chunk` (of 16) of row `row` in a consumer's staging tile: two
-// 64 x 64 boxes of 128-byte rows, chunk c of row r at c ^ (r % 8) within its box, the tensor
-// memory accelerator's 128-byte swizzle (the staging is 1024-byte aligned). Neither the
-// stmatrix writes (8 rows of one chunk) nor the row reads conflict on banks.
+// Byte offset of 16-byte chunk `chunk` (of 8) of row `row` in a 64 x 64 staging slot of
+// 128-byte rows: chunk c of row r at c ^ (r % 8), the tensor memory accelerator's 128-byte
+// swizzle (slots are 1024-byte aligned). Neither the stmatrix writes (8 rows of one chunk) nor
+// the row reads conflict on banks.
 __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
-    return (uint32_t)((chunk >> 3) * 8192 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+    return (uint32_t)(row * 128 + ((chunk ^ (row & 7)) << 4));
 }
 
 // The same through shared memory (warp-specialized variants): each consumer warpgroup writes its
-// 64-row fragments, 128 columns at a time, into its staging tile (stmatrix, 16 x 16 values an
-// instruction). Where the warpgroup's rows all lie in the group and C has a tensor map, one
-// thread sends the two boxes out by it and the warpgroup goes on to its next tile while the
-// copy reads the staging (perf-notes G6); else its threads copy whole 16-byte row chunks out
-// (rows past the group and columns past n skipped). The staging is written again only once
-// the last bulk copy has read it. Only the warpgroup's own 128 threads synchronize (named
-// barrier 1 + consumer).
+// 64-row fragments, 64 columns a pass, into one of two staging slots by turns (stmatrix, 16 x 16
+// values an instruction). Where the warpgroup's rows all lie in the group and C has a tensor
+// map, one thread sends the slot out by it and the warpgroup goes on to the next pass, whose
+// slot the copy out two passes back has read by then (perf-notes G6, G8); else its threads
+// copy whole 16-byte row chunks out (rows past the group and columns past n skipped). Only the
+// warpgroup's own 128 threads synchronize (named barrier 1 + consumer).
 template <typename L, typename T>
 __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                   const accumulator<L> &c, const smem_tiles<L, T> &t) {
     const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
-    unsigned char *stage = t.staging(wg);
     const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
     const int64_t row0 = pos.row0 + wg * 64;
     const bool by_map = a.c_by_map && row0 + 64 <= pos.row_end;
     // stmatrix: matrix m = l / 8 is rows (m % 2) * 8 + [0, 8) of the warp's 16, chunk m / 2 of
     // the pair; lane l gives its row l % 8
     const int srow = wrow + (l & 7) + ((l >> 3) & 1) * 8, schunk = l >> 4;
+    static_assert(L::WG_COLS % 128 == 0, "an even number of passes: a tile's pass p takes slot p % 2");
 #pragma unroll
-    for (int pass = 0; pass < L::WG_COLS / 128; pass++) {
-        const int32_t col0 = pos.col0 + pass * 128;
-        if (tid == 0) bulk_wait_read(); // the staging's last copy out has read it
+    for (int pass = 0; pass < L::WG_COLS / 64; pass++) {
+        unsigned char *slot = t.staging(wg) + (pass & 1) * 8192;
+        const int32_t col0 = pos.col0 + pass * 64;
+        // The copy out from this slot, two passes back, has read it (the latest, from the
+        // other slot, may still run; a tile's last pass is always slot 1's). The threads'
+        // copy out below writes without a bulk group: it waits for every one.
+        if (tid == 0) {
+            if (by_map) bulk_wait_read<1>();
+            else bulk_wait_read<0>();
+        }
         warpgroup_sync(1 + wg);
 #pragma unroll
-        for (int jj = 0; jj < 16; jj += 2) {
+        for (int jj = 0; jj < 8; jj += 2) {
             uint32_t r[4];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int j = pass * 16 + jj + h;
+                const int j = pass * 8 + jj + h;
                 const int32_t col = col0 + (jj + h) * 8 + 2 * q;
                 float b0 = 0.0f, b1 = 0.0f;
                 if (bias && col < a.n) {
@@ -455,26 +462,25 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
                 r[2 * h] = mma_type<T>::pack(c.d[0][j][0] + b0, c.d[0][j][1] + b1);     // row g
                 r[2 * h + 1] = mma_type<T>::pack(c.d[0][j][2] + b0, c.d[0][j][3] + b1); // row g + 8
             }
-            stmatrix_x4(stage + staging_offset(srow, jj + schunk), r);
+            stmatrix_x4(slot + staging_offset(srow, jj + schunk), r);
         }
         if (by_map) fence_async_shared(); // the writes, to the copy engine
         warpgroup_sync(1 + wg);
         if (by_map) {
             if (tid == 0) {
-                tma_store_2d(&a.c_map, col0, (int32_t)row0, stage);
-                tma_store_2d(&a.c_map, col0 + 64, (int32_t)row0, stage + 8192);
+                tma_store_2d(&a.c_map, col0, (int32_t)row0, slot);
                 bulk_commit();
             }
             continue;
         }
         T *out = (T *)a.c;
 #pragma unroll
-        for (int i = tid; i < 64 * 16; i += 128) {
-            const int row = i / 16, chunk = i % 16;
+        for (int i = tid; i < 64 * 8; i += 128) {
+            const int row = i / 8, chunk = i % 8;
             const int64_t grow = row0 + row;
             const int32_t col = col0 + chunk * 8;
             if (grow >= pos.row_end || col >= a.n) continue;
-            const int4 v = *reinterpret_cast<const int4 *>(stage + staging_offset(row, chunk));
+            const int4 v = *reinterpret_cast<const int4 *>(slot + staging_offset(row, chunk));
             T *p = out + grow * a.ldc + col;
             if (col + 8 <= a.n) {
                 *reinterpret_cast<int4 *>(p) = v;

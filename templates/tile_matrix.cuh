@@ -239,16 +239,17 @@ __device__ __forceinline__ void tma_store_2d(const void *map, int32_t c0, int32_
     (void)map, (void)c0, (void)c1, (void)smem;
 #endif
 }
-// The issuing thread's bulk groups: close the open one; wait until all have read their shared
-// memory (which may then be written again); wait until all have completed.
+// The issuing thread's bulk groups: close the open one; wait until all but the latest PENDING
+// have read their shared memory (which may then be written again); wait until all have
+// completed.
 __device__ __forceinline__ void bulk_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void bulk_wait_read() {
+template <int PENDING = 0> __device__ __forceinline__ void bulk_wait_read() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
 #endif
 }
 __device__ __forceinline__ void bulk_wait() {
