@@ -56,7 +56,9 @@ v in [-1, 1). TFLOP/s counts 4*b*h*s_q*s_k*d (halved for causal); vs best = the 
 backend's time / ours, vs flash = FLASH_ATTENTION's / ours. Checks: every provider's output on
 32 query rows (16 of the first and of the last (batch, head)) against float64, and ours against
 SDPA's whole output (FLASH_ATTENTION's, else the first backend that ran); ours fails the run
-(exit 1) above a max abs error of 2e-2 in bf16, 5e-3 in fp16. Usage:
+(exit 1) above a max abs error of 2e-2 in bf16, 5e-3 in fp16. After the checks each provider
+is timed in 5 rounds over all of them, the order rotated a round, and its median over the
+rounds reported (as for grouped matmul, below). Usage:
 
   python3 bench/vs_torch.py [--lib build/libfusedops.so] [--out DIR] [--json PATH]
                             [--dtypes bf16,f32] [--ops softmax,layernorm,...] [--shapes RxC,...]
@@ -78,8 +80,8 @@ in [-1, 1), b uniform in [-1, 1) * sqrt(3 / K) (entries of C of about unit size)
 2 * total_m * N * K; vs best = the fastest of torch._grouped_mm and the loop, its ms / ours;
 vs dense = the dense mm's ms / ours. Each provider is timed in 5 rounds over all of them (the
 order rotated a round) and its median over the rounds reported: the GPU reaches its power
-limit within a second of these products, so whoever ran first from idle would gain the clock.
-Checks before timing: ours against float64 on 16 rows (the
+limit within a second of these products, so whoever always ran first from idle would gain the
+clock. Checks before timing: ours against float64 on 16 rows (the
 first and last of the first and last non-empty groups among them), and the providers' whole
 outputs against ours, within |diff| <= atol + rtol |ref| (bf16 2e-2 + 1.6e-2, f16 5e-3 + 2e-3);
 ours failing fails the run (exit 1). A provider that raises (torch._grouped_mm needs a recent
@@ -147,7 +149,8 @@ GMM_ALPHA, GMM_SEED = 1.0, 7  # the routing draw, as bench_grouped_matmul.cc's k
 GMM_TOL = {"bf16": (2e-2, 1.6e-2), "f16": (5e-3, 2e-3)}  # (atol, rtol) of C
 GMM_REPS = 10
 GMM_PEERS = ("grouped_mm", "mm_loop", "dense_mm")
-GMM_ROUNDS = 5  # timing rounds over the providers, each provider's median taken (run_gmm_case)
+COMPUTE_ROUNDS = 5  # attention and grouped matmul: timing rounds over the providers, each
+                    # one's median reported (time_in_rounds)
 
 
 def family(op):
@@ -565,6 +568,20 @@ class Timer:
             self.stop.synchronize()
             times.append(self.start.elapsed_time(self.stop) / batch)
         return statistics.median(times)
+
+
+def time_in_rounds(timer, timed, copies, batch, rounds=COMPUTE_ROUNDS):
+    """{name: (median ms, [ms of each round])} for the providers in `timed` (name -> launch(i)),
+    each timed once a round, the order rotated a round. Compute-bound products hold the GPU at
+    its power limit within a second, so a provider always timed first from idle would gain
+    the clock (perf-notes G8)."""
+    names = list(timed)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names) if names else 0
+        for name in names[k:] + names[:k]:
+            times[name].append(timer.per_launch_ms(timed[name], copies, batch))
+    return {name: (statistics.median(v), v) for name, v in times.items()}
 
 
 def copy_gbps(timer):
@@ -1115,15 +1132,16 @@ def run_attention_case(lib, timer, l2_bytes, case):
     def record(name, ms, **extra):
         res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
 
-    # ours
+    # Checks first (every output against float64 rows, SDPA's against ours), then the timing
+    # in rounds over every provider that ran (time_in_rounds).
+    timed, extras = {}, {}
     ours_out = None
     try:
         structs = [case.args(i) for i in range(copies)]
         res["variant"], launch = warm_ours(lib, "tile_flash_attention", structs, case.os)
         ours_out = case.os[0]
         err = ref_err(ours_out)
-        ms = timer.per_launch_ms(launch, copies, batch)
-        record("ours", ms, max_abs_err_ref=err, ok=err <= case.tol)
+        timed["ours"], extras["ours"] = launch, {"max_abs_err_ref": err, "ok": err <= case.tol}
     except Exception as e:  # noqa: BLE001
         msg = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         res["providers"]["ours"] = {"ms": None, "error": msg, "ok": False}
@@ -1153,12 +1171,18 @@ def run_attention_case(lib, timer, l2_bytes, case):
                 if backend == "FLASH_ATTENTION" or flash_out is None:
                     flash_out = (backend, extra.get("max_abs_diff_ours"))
                 del out, out_bshd
-                ms = timer.per_launch_ms(case.sdpa, copies, batch)
-            record(key, ms, **extra)
+
+            def launch_sdpa(i, backend=getattr(SDPBackend, backend)):
+                with sdpa_kernel(backend):
+                    return case.sdpa(i)
+            timed[key], extras[key] = launch_sdpa, extra
         except Exception as e:  # noqa: BLE001
             msg = f"{type(e).__name__}: {e}".splitlines()[0][:400]
             res["providers"][key] = {"ms": None, "error": msg}
             log(f"    {key}: skipped ({msg})")
+
+    for name, (ms, rounds) in time_in_rounds(timer, timed, copies, batch).items():
+        record(name, ms, rounds_ms=rounds, **extras[name])
 
     # ours against float64 and against SDPA (FLASH_ATTENTION's output, else the first backend
     # that ran): wrong results fail the run
@@ -1420,11 +1444,8 @@ def run_gmm_case(lib, timer, l2_bytes, case):
     def record(name, ms, **extra):
         res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
 
-    # Checks first (ours against float64, then the peers against ours); then the timing, in
-    # GMM_ROUNDS rounds that each time every provider that ran, the order rotated a round, and
-    # each provider's median over the rounds. These products hold the GPU at its power limit
-    # within a second, so a provider timed first from idle runs at a higher clock than one
-    # timed after the others: the rounds spread that over all of them (perf-notes G8).
+    # Checks first (ours against float64, then the peers against ours), then the timing in
+    # rounds over every provider that ran (time_in_rounds).
     timed, extras = {}, {}
     ours_out = None
     try:
@@ -1461,13 +1482,8 @@ def run_gmm_case(lib, timer, l2_bytes, case):
             msg = f"{type(e).__name__}: {e}".splitlines()[0][:400]
             res["providers"][name] = {"ms": None, "error": msg}
             log(f"    {name}: skipped ({msg})")
-    names = list(timed)
-    rounds = {name: [] for name in names}
-    for r in range(GMM_ROUNDS):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            rounds[name].append(timer.per_launch_ms(timed[name], copies, batch))
-    for name in names:
-        record(name, statistics.median(rounds[name]), rounds_ms=rounds[name], **extras[name])
+    for name, (ms, rounds) in time_in_rounds(timer, timed, copies, batch).items():
+        record(name, ms, rounds_ms=rounds, **extras[name])
     o = res["providers"]["ours"]
     # ours disagreeing with both grouped peers is wrong (they agree with float64 elsewhere)
     votes = [p.get("agrees_with_ours") for k, p in res["providers"].items() if k != "ours"]
