@@ -574,14 +574,33 @@ def time_in_rounds(timer, timed, copies, batch, rounds=COMPUTE_ROUNDS):
     """{name: (median ms, [ms of each round])} for the providers in `timed` (name -> launch(i)),
     each timed once a round, the order rotated a round. Compute-bound products hold the GPU at
     its power limit within a second, so a provider always timed first from idle would gain
-    the clock (perf-notes G8)."""
+    the clock (perf-notes G8). A provider that raises while timed gives its message instead
+    of the pair and leaves the later rounds."""
     names = list(timed)
-    times = {name: [] for name in names}
+    times, failed = {name: [] for name in names}, {}
     for r in range(rounds):
         k = r % len(names) if names else 0
         for name in names[k:] + names[:k]:
-            times[name].append(timer.per_launch_ms(timed[name], copies, batch))
-    return {name: (statistics.median(v), v) for name, v in times.items()}
+            if name in failed:
+                continue
+            try:
+                times[name].append(timer.per_launch_ms(timed[name], copies, batch))
+            except Exception as e:  # noqa: BLE001 - reported as that provider's error
+                failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+    return {name: failed[name] if name in failed else (statistics.median(v), v)
+            for name, v in times.items()}
+
+
+def record_in_rounds(res, record, timer, timed, extras, copies, batch):
+    """Times the providers of `timed` in rounds (time_in_rounds) and records each: record(name,
+    ms, rounds_ms=..., **extras[name]), or its error where it raised while timed."""
+    for name, timing in time_in_rounds(timer, timed, copies, batch).items():
+        if isinstance(timing, str):
+            res["providers"][name] = {"ms": None, "error": timing,
+                                      **({"ok": False} if name == "ours" else {})}
+            log(f"    {name}: failed while timed ({timing})")
+        else:
+            record(name, timing[0], rounds_ms=timing[1], **extras[name])
 
 
 def copy_gbps(timer):
@@ -1181,8 +1200,7 @@ def run_attention_case(lib, timer, l2_bytes, case):
             res["providers"][key] = {"ms": None, "error": msg}
             log(f"    {key}: skipped ({msg})")
 
-    for name, (ms, rounds) in time_in_rounds(timer, timed, copies, batch).items():
-        record(name, ms, rounds_ms=rounds, **extras[name])
+    record_in_rounds(res, record, timer, timed, extras, copies, batch)
 
     # ours against float64 and against SDPA (FLASH_ATTENTION's output, else the first backend
     # that ran): wrong results fail the run
@@ -1482,8 +1500,7 @@ def run_gmm_case(lib, timer, l2_bytes, case):
             msg = f"{type(e).__name__}: {e}".splitlines()[0][:400]
             res["providers"][name] = {"ms": None, "error": msg}
             log(f"    {name}: skipped ({msg})")
-    for name, (ms, rounds) in time_in_rounds(timer, timed, copies, batch).items():
-        record(name, ms, rounds_ms=rounds, **extras[name])
+    record_in_rounds(res, record, timer, timed, extras, copies, batch)
     o = res["providers"]["ours"]
     # ours disagreeing with both grouped peers is wrong (they agree with float64 elsewhere)
     votes = [p.get("agrees_with_ours") for k, p in res["providers"].items() if k != "ours"]

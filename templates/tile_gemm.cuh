@@ -66,7 +66,7 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     // byte offset of the consumer's 64 rows in an A stage (rows of 128 bytes)
     __device__ static uint32_t a_offset() { return consumer_wg() * 64 * 128; }
     static_assert(BM == 128 && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
-                  "64-row warpgroups, wgmma N of 128 or 256 (the epilogue stages 128 columns a pass)");
+                  "64-row warpgroups, wgmma N of 128 or 256 (the epilogue's passes of 64 columns come in pairs)");
 };
 
 // ------------------------------------------------------------------------------ scheduler
@@ -99,7 +99,7 @@ __device__ __forceinline__ scheduler scheduler_init(const tile_gemm_kernel_args 
     s.n_tiles = (a.n + L::BN - 1) / L::BN;
     // The programs in flight cover a band's R row tiles by P / R column tiles; their A rows
     // (R BM) and B columns (P BN / R) are fewest at R = sqrt(P BN / BM) (perf-notes G7), as long
-    // as the band's rows of A (kept in L2 while its columns go by) stay within 16 MB, a third of
+    // as the band's rows of A (kept in L2 while its columns go by) stay within 16 MiB, a third of
     // a Hopper GPU's L2.
     const float best = sqrtf((float)gridDim.x * L::BN / L::BM) + 0.5f;
     const int64_t fits = (16LL << 20) / ((int64_t)L::BM * (a.k > 0 ? a.k : 1) * 2);
