@@ -8,8 +8,9 @@ static const char attention_op[] = "attention";
 
 /* Key tiles of work a causal query block saves by running in a persistent program's walk
  * rather than as a program of its own (its Q, first K and V load under the previous block's
- * last products; measured on an H200, perf-notes A19). */
-#define PAIRED_WALK_SAVES_TILES 0.6
+ * last products; fitted on an H200 at 0.6, perf-notes A19; refitted on an H100 after A19b,
+ * A22). */
+#define PAIRED_WALK_SAVES_TILES 2.5
 
 /* The fields of tile_flash_attention_args as version 1 defined them. */
 #define TILE_FLASH_ATTENTION_ARGS_V1_SIZE \
@@ -226,13 +227,14 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     const int varlen = a->cu_seqlens_q != NULL;
     const float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->head_dim);
     const int64_t m_blocks = (a->seqlen_q + v->rows_per_program - 1) / v->rows_per_program;
-    /* Programs run in groups of heads whose K and V (about 8 MiB together) stay in L2 while
-     * every query block of the group reads them (perf-notes A8, A21: at 16 MiB an H100 read
-     * K and V from DRAM nearly twice). */
+    /* Programs run in groups of heads whose K and V stay in L2 while every query block of the
+     * group reads them (perf-notes A8): about 8 MiB together for full attention (A21: at 16
+     * MiB an H100 read K and V from DRAM nearly twice), 16 MiB for causal calls, whose walks
+     * cover fewer blocks a head (A21: 8 MiB cost them 1-5%). */
     const int64_t kv_bytes = 2 * (a->seqlen_k > 0 ? a->seqlen_k : 1) * a->head_dim *
                              (int64_t)tile_dtype_size(a->dtype);
     const int64_t pairs = (int64_t)a->batch * a->heads_q;
-    int64_t group = ((int64_t)8 << 20) / kv_bytes;
+    int64_t group = ((int64_t)(a->causal ? 16 : 8) << 20) / kv_bytes;
     group = group < 1 ? 1 : group > pairs ? pairs : group;
     const int32_t head_group = (int32_t)group;
     const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
