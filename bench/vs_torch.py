@@ -150,7 +150,7 @@ GMM_TOL = {"bf16": (2e-2, 1.6e-2), "f16": (5e-3, 2e-3)}  # (atol, rtol) of C
 GMM_REPS = 10
 GMM_PEERS = ("grouped_mm", "mm_loop", "dense_mm")
 COMPUTE_ROUNDS = 5  # attention and grouped matmul: timing rounds over the providers, each
-                    # one's median reported (time_in_rounds)
+                    # one's median reported (record_in_rounds)
 
 
 def family(op):
@@ -570,12 +570,12 @@ class Timer:
         return statistics.median(times)
 
 
-def time_in_rounds(timer, timed, copies, batch, rounds=COMPUTE_ROUNDS):
-    """{name: (median ms, [ms of each round])} for the providers in `timed` (name -> launch(i)),
-    each timed once a round, the order rotated a round. Compute-bound products hold the GPU at
-    its power limit within a second, so a provider always timed first from idle would gain
-    the clock (perf-notes G8). A provider that raises while timed gives its message instead
-    of the pair and leaves the later rounds."""
+def record_in_rounds(res, record, timer, timed, extras, copies, batch, rounds=COMPUTE_ROUNDS):
+    """Times the providers of `timed` (name -> launch(i)) once a round, the order rotated a
+    round, and records each one's median: record(name, ms, rounds_ms=..., **extras[name]).
+    Compute-bound products hold the GPU at its power limit within a second, so a provider
+    always timed first from idle would gain the clock (perf-notes G8). A provider that raises
+    while timed is recorded with its error and leaves the later rounds."""
     names = list(timed)
     times, failed = {name: [] for name in names}, {}
     for r in range(rounds):
@@ -587,20 +587,13 @@ def time_in_rounds(timer, timed, copies, batch, rounds=COMPUTE_ROUNDS):
                 times[name].append(timer.per_launch_ms(timed[name], copies, batch))
             except Exception as e:  # noqa: BLE001 - reported as that provider's error
                 failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-    return {name: failed[name] if name in failed else (statistics.median(v), v)
-            for name, v in times.items()}
-
-
-def record_in_rounds(res, record, timer, timed, extras, copies, batch):
-    """Times the providers of `timed` in rounds (time_in_rounds) and records each: record(name,
-    ms, rounds_ms=..., **extras[name]), or its error where it raised while timed."""
-    for name, timing in time_in_rounds(timer, timed, copies, batch).items():
-        if isinstance(timing, str):
-            res["providers"][name] = {"ms": None, "error": timing,
+    for name in names:
+        if name in failed:
+            res["providers"][name] = {"ms": None, "error": failed[name],
                                       **({"ok": False} if name == "ours" else {})}
-            log(f"    {name}: failed while timed ({timing})")
+            log(f"    {name}: failed while timed ({failed[name]})")
         else:
-            record(name, timing[0], rounds_ms=timing[1], **extras[name])
+            record(name, statistics.median(times[name]), rounds_ms=times[name], **extras[name])
 
 
 def copy_gbps(timer):
@@ -1152,7 +1145,7 @@ def run_attention_case(lib, timer, l2_bytes, case):
         res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
 
     # Checks first (every output against float64 rows, SDPA's against ours), then the timing
-    # in rounds over every provider that ran (time_in_rounds).
+    # in rounds over every provider that ran (record_in_rounds).
     timed, extras = {}, {}
     ours_out = None
     try:
@@ -1463,7 +1456,7 @@ def run_gmm_case(lib, timer, l2_bytes, case):
         res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
 
     # Checks first (ours against float64, then the peers against ours), then the timing in
-    # rounds over every provider that ran (time_in_rounds).
+    # rounds over every provider that ran (record_in_rounds).
     timed, extras = {}, {}
     ours_out = None
     try:

@@ -159,14 +159,13 @@ template <typename L>
 __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
                                                tile_pos &pos) {
     if (!scheduler_seek<L>(s, a)) return false;
-    const int64_t BAND = s.band;
-    const int64_t local = s.next - s.base;
+    const int64_t local = s.next - s.base, band_rows = s.band; // 64-bit products below
     const int64_t m_tiles = s.tiles / s.n_tiles;
-    const int64_t band = local / (BAND * s.n_tiles);
-    const int64_t rows = m_tiles - band * BAND < BAND ? m_tiles - band * BAND : BAND;
-    const int64_t r = local - band * BAND * s.n_tiles;
+    const int64_t band = local / (band_rows * s.n_tiles);
+    const int64_t rows = m_tiles - band * band_rows < band_rows ? m_tiles - band * band_rows : band_rows;
+    const int64_t r = local - band * band_rows * s.n_tiles;
     pos.group = s.group;
-    pos.row0 = s.start + (band * BAND + r % rows) * L::BM;
+    pos.row0 = s.start + (band * band_rows + r % rows) * L::BM;
     pos.row_end = s.end;
     pos.col0 = (int32_t)(r / rows) * L::BN;
     s.next += gridDim.x;
@@ -437,7 +436,7 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
     static_assert(L::WG_COLS % 128 == 0, "an even number of passes: a tile's pass p takes slot p % 2");
 #pragma unroll
     for (int pass = 0; pass < L::WG_COLS / 64; pass++) {
-        unsigned char *slot = t.staging(wg) + (pass & 1) * 8192;
+        unsigned char *slot = t.staging(wg) + (pass & 1) * (L::STAGING_BYTES / 2);
         const int32_t col0 = pos.col0 + pass * 64;
         // The copy out from this slot, two passes back, has read it (the latest, from the
         // other slot, may still run; a tile's last pass is always slot 1's). The threads'
