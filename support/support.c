@@ -366,10 +366,10 @@ void support_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_
     out[3] = c3;
 }
 
-/* The four words of columns 4*(col/4) .. 4*(col/4)+3 of row `row`. */
+/* The four words of columns 8*(col/8) .. 8*(col/8)+7 of row `row`. */
 static void philox_group(uint64_t seed, uint64_t offset, int64_t row, int64_t col,
                          uint32_t out[4]) {
-    const uint64_t r = (uint64_t)row, group = (uint64_t)col >> 2;
+    const uint64_t r = (uint64_t)row, group = (uint64_t)col >> 3;
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     const uint32_t ctr[4] = {(uint32_t)group, (uint32_t)r, (uint32_t)offset,
                              (uint32_t)(offset >> 32) ^ (uint32_t)(r >> 32) ^
@@ -377,18 +377,26 @@ static void philox_group(uint64_t seed, uint64_t offset, int64_t row, int64_t co
     support_philox4x32_10(ctr, key, out);
 }
 
-uint32_t support_philox_word(uint64_t seed, uint64_t offset, int64_t row, int64_t col) {
-    uint32_t out[4];
-    philox_group(seed, offset, row, col, out);
-    return out[col & 3];
+/* Element col's half of its group's words: half col % 2 (0: low) of word (col / 2) % 4. */
+static uint32_t draw_of(const uint32_t words[4], int64_t col) {
+    const uint32_t word = words[(col >> 1) & 3];
+    return col & 1 ? word >> 16 : word & 0xffffu;
 }
 
-uint32_t support_dropout_threshold(float p) { return (uint32_t)((double)p * 4294967296.0); }
+uint32_t support_dropout_draw(uint64_t seed, uint64_t offset, int64_t row, int64_t col) {
+    uint32_t out[4];
+    philox_group(seed, offset, row, col, out);
+    return draw_of(out, col);
+}
 
-float support_dropout_scale(float p) { return 1.0f / (1.0f - p); }
+uint32_t support_dropout_threshold(float p) { return (uint32_t)((double)p * 65536.0); }
+
+float support_dropout_scale(float p) {
+    return support_dropout_threshold(p) ? 1.0f / (1.0f - p) : 1.0f; /* p < 2^-16: the identity */
+}
 
 int support_dropout_keep(float p, uint64_t seed, uint64_t offset, int64_t row, int64_t col) {
-    return p == 0.0f || support_philox_word(seed, offset, row, col) >= support_dropout_threshold(p);
+    return support_dropout_draw(seed, offset, row, col) >= support_dropout_threshold(p);
 }
 
 /* ---------------------------------------------------------------- add-and-norm */
@@ -412,9 +420,9 @@ void support_add_norm_reference(const support_add_norm_ref_args *a) {
             float t = x[c];
             if (a->bias) t = t + a->bias[c];
             int keep = 1;
-            if (a->p > 0.0f) {
-                if (c == 0 || (c & 3) == 0) philox_group(a->seed, a->offset, r, c, words);
-                keep = words[c & 3] >= threshold;
+            if (threshold > 0) {
+                if (c == 0 || (c & 7) == 0) philox_group(a->seed, a->offset, r, c, words);
+                keep = draw_of(words, c) >= threshold;
                 if (keep) t = t * scale;
                 else t = 0.0f;
             }

@@ -135,15 +135,16 @@ int64_t support_compare_exact(const char *label, const float *got, int64_t ld_go
 /* Dropout's random numbers (docs/api.md, "Dropout random numbers"). Philox4x32-10 (Salmon et
  * al., Random123): counter ctr, key key, the four output words in out. */
 void support_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
-/* The random word of element (row, col): key (seed low, seed high), counter (col / 4, row,
- * offset low, offset high ^ row high ^ (col / 4) high), word col % 4. */
-uint32_t support_philox_word(uint64_t seed, uint64_t offset, int64_t row, int64_t col);
-/* Keep an element iff its word >= (uint32_t)(p * 2^32) (double arithmetic, truncated); kept
- * elements are scaled by the fp32 value 1.0f / (1.0f - p). p in [0, 1). */
+/* The 16-bit random draw of element (row, col): key (seed low, seed high), counter (col / 8,
+ * row, offset low, offset high ^ row high ^ (col / 8) high), half col % 2 (0: the low 16 bits)
+ * of word (col / 2) % 4. */
+uint32_t support_dropout_draw(uint64_t seed, uint64_t offset, int64_t row, int64_t col);
+/* Keep an element iff its draw >= (uint32_t)(p * 2^16) (double arithmetic, truncated); kept
+ * elements are scaled by the fp32 value 1.0f / (1.0f - p), or 1.0f where the threshold is 0
+ * (p < 2^-16: the identity). p in [0, 1). */
 uint32_t support_dropout_threshold(float p);
 float support_dropout_scale(float p);
-/* Whether dropout with probability p keeps element (row, col); p = 0 keeps all, drawing no
- * random number. */
+/* Whether dropout with probability p keeps element (row, col); p below 2^-16 keeps all. */
 int support_dropout_keep(float p, uint64_t seed, uint64_t offset, int64_t row, int64_t col);
 
 /* Float64 reference of the add-and-norm family (tile_residual_dropout_norm, and its special

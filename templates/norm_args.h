@@ -23,7 +23,7 @@ typedef struct tile_norm_kernel_args {
     int64_t rows, cols;
     int64_t ld_y, ld_s, ld_x, ld_residual;
     uint64_t seed, offset;  /* dropout's Philox key and counter offset */
-    uint32_t keep_threshold;/* keep element iff its random word >= this; 0: no dropout */
+    uint32_t keep_threshold;/* keep element iff its 16-bit draw >= this; 0: no dropout */
     float keep_scale;       /* 1 / (1 - p) as fp32 */
     float eps;
     int32_t norm;           /* tile_norm_kind: 0 none, 1 LayerNorm, 2 RMSNorm */

@@ -652,17 +652,25 @@ __device__ __forceinline__ uint4 philox4x32_10(uint4 c, uint32_t k0, uint32_t k1
     return c;
 }
 
-// The four random words of element group (row, col / 4): counter (col / 4, row, offset) as
-// docs/api.md specifies; element col takes word col % 4.
+// The four random words of element group (row, col / 8): counter (col / 8, row, offset) as
+// docs/api.md specifies. Each word gives two elements a 16-bit draw each: element col takes
+// half col % 2 (0: the low 16 bits) of word (col / 2) % 4, so one Philox call serves eight
+// elements (perf-notes K28).
 __device__ __forceinline__ uint4 dropout_words(uint64_t seed, uint64_t offset, int64_t row,
                                                int64_t col) {
-    const uint4 counter = make_uint4((uint32_t)(col >> 2), (uint32_t)row, (uint32_t)offset,
+    const uint4 counter = make_uint4((uint32_t)(col >> 3), (uint32_t)row, (uint32_t)offset,
                                      (uint32_t)(offset >> 32) ^ (uint32_t)(row >> 32) ^
-                                         (uint32_t)(col >> 34));
+                                         (uint32_t)(col >> 35));
     return philox4x32_10(counter, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 __device__ __forceinline__ uint32_t word_of(uint4 w, int j) {
     return j == 0 ? w.x : j == 1 ? w.y : j == 2 ? w.z : w.w;
+}
+// Whether element j (0..7) of a group is kept: its 16-bit draw >= the 16-bit threshold, compared
+// in the word's high half (threshold_high = threshold << 16), so the high draw needs no shift.
+__device__ __forceinline__ bool draw_keeps(uint4 w, int j, uint32_t threshold_high) {
+    const uint32_t word = word_of(w, j >> 1);
+    return (j & 1 ? word : word << 16) >= threshold_high;
 }
 
 // Which of a thread's tile elements dropout kept: bit i*VEC + k for element v[i][k].
@@ -672,25 +680,31 @@ template <typename L> struct keep_bits {
 };
 
 // Dropout's draws for tile col0 of `row`: decide(i, k, kept) for each element v[i][k], kept iff
-// its random word is at least `threshold`.
+// its 16-bit draw is at least `threshold` (< 2^16).
 template <typename L, typename Decide>
 __device__ __forceinline__ void dropout_draws(int64_t row, int64_t col0, uint64_t seed,
                                               uint64_t offset, uint32_t threshold, Decide decide) {
+    const uint32_t threshold_high = threshold << 16;
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int64_t c = col0 + L::col(i);
-        if constexpr (L::VEC % 4 == 0) { // vectors start at multiples of 4: one draw per 4
+        if constexpr (L::VEC % 8 == 0) { // vectors start at multiples of 8: one draw per 8
 #pragma unroll
-            for (int g = 0; g < L::VEC; g += 4) {
+            for (int g = 0; g < L::VEC; g += 8) {
                 const uint4 w = dropout_words(seed, offset, row, c + g);
 #pragma unroll
-                for (int j = 0; j < 4; j++) decide(i, g + j, word_of(w, j) >= threshold);
+                for (int j = 0; j < 8; j++) decide(i, g + j, draw_keeps(w, j, threshold_high));
             }
+        } else if constexpr (L::VEC == 4) { // half a group: its two words
+            const uint4 w = dropout_words(seed, offset, row, c);
+            const int half = (int)(c & 4);
+#pragma unroll
+            for (int j = 0; j < 4; j++) decide(i, j, draw_keeps(w, half + j, threshold_high));
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++) {
                 const uint4 w = dropout_words(seed, offset, row, c + k);
-                decide(i, k, word_of(w, (int)((c + k) & 3)) >= threshold);
+                decide(i, k, draw_keeps(w, (int)((c + k) & 7), threshold_high));
             }
         }
     }

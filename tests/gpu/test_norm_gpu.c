@@ -1059,7 +1059,7 @@ static uint8_t *dispatch_mask(int64_t rows, int64_t cols, float p, uint64_t seed
 }
 
 /* The kept fraction of 10^7 elements is within 5 standard deviations of 1 - p, overall and in
- * each of the four words of a Philox draw; every byte is 0 or 1. */
+ * each of the eight 16-bit halves of a Philox draw; every byte is 0 or 1. */
 static int check_keep_fraction(float p) {
     const int64_t rows = 2500, cols = 4000;
     const size_t n = (size_t)(rows * cols);
@@ -1070,24 +1070,25 @@ static int check_keep_fraction(float p) {
         case_failures++;
         return 1;
     }
-    int64_t kept = 0, lane[4] = {0}, not_bool = 0;
+    int64_t kept = 0, lane[8] = {0}, not_bool = 0;
     for (size_t i = 0; i < n; i++) {
         not_bool += mask[i] > 1;
         kept += mask[i] == 1;
-        lane[(i % (size_t)cols) & 3] += mask[i] == 1;
+        lane[(i % (size_t)cols) & 7] += mask[i] == 1;
     }
     free(mask);
     const double q = 1.0 - (double)p, sigma = sqrt((double)n * q * (double)p);
     int failed = not_bool != 0 || fabs((double)kept - (double)n * q) > 5 * sigma;
-    for (int j = 0; j < 4; j++)
-        failed |= fabs((double)lane[j] - (double)n / 4 * q) > 5 * sigma / 2;
+    for (int j = 0; j < 8; j++)
+        failed |= fabs((double)lane[j] - (double)n / 8 * q) > 5 * sigma / sqrt(8.0);
     printf("  p = %g: kept %.6f of %zu (want %.6f, sigma %.2g)\n", (double)p,
            (double)kept / (double)n, n, q, sigma / (double)n);
     if (failed) {
-        fprintf(stderr, "FAIL keep fraction p = %g: kept %lld of %zu, lanes %lld %lld %lld %lld, "
-                        "%lld bytes neither 0 nor 1\n",
+        fprintf(stderr, "FAIL keep fraction p = %g: kept %lld of %zu, lanes %lld %lld %lld %lld "
+                        "%lld %lld %lld %lld, %lld bytes neither 0 nor 1\n",
                 (double)p, (long long)kept, n, (long long)lane[0], (long long)lane[1],
-                (long long)lane[2], (long long)lane[3], (long long)not_bool);
+                (long long)lane[2], (long long)lane[3], (long long)lane[4], (long long)lane[5],
+                (long long)lane[6], (long long)lane[7], (long long)not_bool);
         case_failures++;
     }
     return failed;

@@ -36,8 +36,8 @@ static void test_known_answers(void **state) {
     }
 }
 
-/* Element (row, col): key (seed low, seed high), counter (col / 4, row, offset low, offset high
- * ^ row high ^ (col / 4) high), word col % 4. */
+/* Element (row, col): key (seed low, seed high), counter (col / 8, row, offset low, offset high
+ * ^ row high ^ (col / 8) high), half col % 2 (0: low 16 bits) of word (col / 2) % 4. */
 static void test_counter_mapping(void **state) {
     (void)state;
     const uint64_t seed = 0x0123456789abcdefull, offset = 0xfedcba9876543210ull;
@@ -45,32 +45,36 @@ static void test_counter_mapping(void **state) {
     uint32_t out[4];
     const uint32_t ctr[4] = {3, 5, 0x76543210u, 0xfedcba98u};
     support_philox4x32_10(ctr, key, out);
-    for (int64_t c = 12; c < 16; c++)
-        assert_int_equal(support_philox_word(seed, offset, 5, c), out[c - 12]);
+    for (int64_t c = 24; c < 32; c++) {
+        const uint32_t word = out[(c - 24) / 2];
+        assert_int_equal(support_dropout_draw(seed, offset, 5, c),
+                         c % 2 ? word >> 16 : word & 0xffffu);
+    }
     /* the high words of row and column group fold into the last counter word */
-    const int64_t row = ((int64_t)7 << 32) | 9, col = ((int64_t)3 << 34) | (6 << 2) | 2;
+    const int64_t row = ((int64_t)7 << 32) | 9, col = ((int64_t)3 << 35) | (6 << 3) | 5;
     const uint32_t ctr_high[4] = {6, 9, 0x76543210u, 0xfedcba98u ^ 7u ^ 3u};
     support_philox4x32_10(ctr_high, key, out);
-    assert_int_equal(support_philox_word(seed, offset, row, col), out[2]);
+    assert_int_equal(support_dropout_draw(seed, offset, row, col), out[2] >> 16);
     /* the counter of KAT 3 as (row, col, offset): the pi digits again */
     const uint64_t kseed = ((uint64_t)kat[2].key[1] << 32) | kat[2].key[0];
     const uint64_t koff = ((uint64_t)kat[2].ctr[3] << 32) | kat[2].ctr[2];
-    for (int64_t j = 0; j < 4; j++)
-        assert_int_equal(support_philox_word(kseed, koff, kat[2].ctr[1],
-                                             (int64_t)kat[2].ctr[0] * 4 + j),
-                         kat[2].out[j]);
+    for (int64_t j = 0; j < 8; j++)
+        assert_int_equal(support_dropout_draw(kseed, koff, kat[2].ctr[1],
+                                              (int64_t)kat[2].ctr[0] * 8 + j),
+                         j % 2 ? kat[2].out[j / 2] >> 16 : kat[2].out[j / 2] & 0xffffu);
 }
 
 static void test_threshold_and_scale(void **state) {
     (void)state;
     assert_int_equal(support_dropout_threshold(0.0f), 0u);
-    assert_int_equal(support_dropout_threshold(0.5f), 0x80000000u);
-    assert_int_equal(support_dropout_threshold(0.25f), 0x40000000u);
-    /* 0.1f is 0.100000001490116..., times 2^32 exactly 429496736; 1e-4f times 2^32 is
-     * 429496.71875, truncated */
-    assert_int_equal(support_dropout_threshold(0.1f), 429496736u);
-    assert_int_equal(support_dropout_threshold(1e-4f), 429496u);
-    assert_int_equal(support_dropout_threshold(nextafterf(1.0f, 0.0f)), 0xffffff00u);
+    assert_int_equal(support_dropout_threshold(0.5f), 0x8000u);
+    assert_int_equal(support_dropout_threshold(0.25f), 0x4000u);
+    /* 0.1f is 0.100000001490116..., times 2^16 6553.600098, truncated; 1e-4f (9.99999975e-5)
+     * times 2^16 is 6.5536, truncated; below 2^-16, p draws nothing */
+    assert_int_equal(support_dropout_threshold(0.1f), 6553u);
+    assert_int_equal(support_dropout_threshold(1e-4f), 6u);
+    assert_int_equal(support_dropout_threshold(1e-5f), 0u);
+    assert_int_equal(support_dropout_threshold(nextafterf(1.0f, 0.0f)), 0xffffu);
     const float p = 0.1f, scale = support_dropout_scale(p);
     assert_true(scale == 1.0f / (1.0f - p));
     assert_true(support_dropout_scale(0.0f) == 1.0f);
@@ -78,38 +82,39 @@ static void test_threshold_and_scale(void **state) {
 }
 
 /* The keep fraction of 10^6 draws is within 5 standard deviations of 1 - p, in each of the
- * four words of a Philox output; p = 0 keeps everything. */
+ * eight halves of a Philox output; p = 0 keeps everything. */
 static void test_keep_fraction(void **state) {
     (void)state;
     const int64_t rows = 1000, cols = 1000;
     const float ps[] = {0.1f, 0.5f};
     for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
         const double p = ps[i];
-        int64_t kept = 0, lane[4] = {0};
+        int64_t kept = 0, lane[8] = {0};
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++) {
                 const int k = support_dropout_keep(ps[i], 1234, 77, r, c);
                 kept += k;
-                lane[c & 3] += k;
+                lane[c & 7] += k;
             }
         const double n = (double)(rows * cols), sigma = sqrt(n * p * (1 - p));
         assert_true(fabs((double)kept - n * (1 - p)) <= 5 * sigma);
-        for (int j = 0; j < 4; j++)
-            assert_true(fabs((double)lane[j] - n / 4 * (1 - p)) <= 5 * sigma / 2);
+        for (int j = 0; j < 8; j++)
+            assert_true(fabs((double)lane[j] - n / 8 * (1 - p)) <= 5 * sigma / sqrt(8.0));
     }
     for (int64_t c = 0; c < 1000; c++) assert_true(support_dropout_keep(0.0f, 1, 2, 3, c));
 }
 
-/* Different offsets, seeds and rows draw different words. */
+/* Different offsets, seeds and rows draw different numbers: 16-bit draws agree by chance
+ * once in 2^16 (0.06 expected of 4096). */
 static void test_streams_differ(void **state) {
     (void)state;
     int same_offset = 0, same_seed = 0, same_row = 0, same_high = 0;
     for (int64_t c = 0; c < 4096; c++) {
-        const uint32_t w = support_philox_word(42, 1000, 3, c);
-        same_offset += w == support_philox_word(42, 1001, 3, c);
-        same_seed += w == support_philox_word(43, 1000, 3, c);
-        same_row += w == support_philox_word(42, 1000, 4, c);
-        same_high += w == support_philox_word(42, 1000 + (1ull << 32), 3, c);
+        const uint32_t w = support_dropout_draw(42, 1000, 3, c);
+        same_offset += w == support_dropout_draw(42, 1001, 3, c);
+        same_seed += w == support_dropout_draw(43, 1000, 3, c);
+        same_row += w == support_dropout_draw(42, 1000, 4, c);
+        same_high += w == support_dropout_draw(42, 1000 + (1ull << 32), 3, c);
     }
     assert_true(same_offset < 4 && same_seed < 4 && same_row < 4 && same_high < 4);
 }
