@@ -193,12 +193,13 @@ TILE_API tile_status tile_rmsnorm(tile_dtype dtype, void *y, const void *x, cons
 
 /*
  * Bias-dropout-add: y = residual + dropout(x + bias, p). residual is required; bias may be
- * NULL. Dropout keeps an element with probability 1 - p and scales kept ones by 1 / (1 - p)
- * (the fp32 value 1.0f / (1.0f - p)); p = 0 is exactly the identity (and draws no random
- * numbers unless a mask is asked for). The keep decision
- * of element (r, c) is a pure function of (seed, offset, r, c): Philox4x32-10 keyed by `seed`,
- * counter (c / 4, r, offset) (docs/api.md, "Dropout random numbers"), so the same (seed,
- * offset) gives the same mask for every variant, dtype and GPU. mask, when not NULL, receives
+ * NULL. Dropout keeps an element with probability 1 - p (p taken to 16 bits) and scales kept
+ * ones by 1 / (1 - p) (the fp32 value 1.0f / (1.0f - p)); p = 0, and any p below 2^-16, is
+ * exactly the identity (and draws no random numbers unless a mask is asked for). The keep
+ * decision of element (r, c) is a pure function of (seed, offset, r, c): a 16-bit half of a
+ * Philox4x32-10 word keyed by `seed`, counter (c / 8, r, offset) (docs/api.md, "Dropout random
+ * numbers"; since 0.6.0), so the same (seed, offset) gives the same mask for every variant,
+ * dtype and GPU. mask, when not NULL, receives
  * one byte per element (1 kept, 0 dropped), rows x cols with row stride cols.
  */
 TILE_API tile_status tile_residual_dropout(tile_dtype dtype, void *y, const void *x,

@@ -636,7 +636,7 @@ __device__ __forceinline__ void apply_with(frag<L> &a, const frag<L> &b, F f) {
         for (int k = 0; k < L::VEC; k++) a.v[i][k] = f(a.v[i][k], b.v[i][k]);
 }
 // ------------------------------------------------------------------------------ dropout
-// Philox4x32-10 (Salmon et al., SC'11): counter-based, so an element's random word depends on
+// Philox4x32-10 (Salmon et al., SC'11): counter-based, so an element's random draw depends on
 // (key, counter) alone, never on which thread, variant or GPU computes it.
 __device__ __forceinline__ uint4 philox4x32_10(uint4 c, uint32_t k0, uint32_t k1) {
 #pragma unroll
