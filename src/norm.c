@@ -102,8 +102,9 @@ static tile_status check_args(const norm_entry *e, const tile_add_norm_args *a, 
 
 static tile_status launch(const tile_device *device, int32_t variant, const tile_add_norm_args *a,
                           tile_stream stream) {
-    /* Keep iff the element's 16-bit random draw >= p * 2^16; p = 0 draws nothing. */
-    const uint32_t threshold = (uint32_t)((double)a->p * 65536.0); /* 16-bit draws (docs/api.md) */
+    /* Keep iff the element's 16-bit random draw >= p * 2^16 (docs/api.md); a threshold of 0
+     * (p < 2^-16) draws nothing and is the identity. */
+    const uint32_t threshold = (uint32_t)((double)a->p * 65536.0);
     tile_norm_kernel_args k = {
         .y = a->norm != TILE_NORM_NONE ? a->y : NULL,
         .s = a->s,
@@ -124,7 +125,7 @@ static tile_status launch(const tile_device *device, int32_t variant, const tile
         .seed = a->seed,
         .offset = a->offset,
         .keep_threshold = threshold,
-        .keep_scale = threshold ? 1.0f / (1.0f - a->p) : 1.0f, /* p < 2^-16: the identity */
+        .keep_scale = threshold ? 1.0f / (1.0f - a->p) : 1.0f,
         .eps = a->eps,
         .norm = (int32_t)a->norm,
     };

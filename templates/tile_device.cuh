@@ -688,18 +688,17 @@ __device__ __forceinline__ void dropout_draws(int64_t row, int64_t col0, uint64_
 #pragma unroll
     for (int i = 0; i < L::ITERS; i++) {
         const int64_t c = col0 + L::col(i);
-        if constexpr (L::VEC % 8 == 0) { // vectors start at multiples of 8: one draw per 8
+        if constexpr (L::VEC % 4 == 0) { // vectors start at multiples of 4
+            // one Philox call per group of 8, or per half group where a vector holds 4 (the
+            // neighbouring vector's thread draws the same words for the other half)
+            constexpr int G = L::VEC % 8 == 0 ? 8 : 4;
 #pragma unroll
-            for (int g = 0; g < L::VEC; g += 8) {
+            for (int g = 0; g < L::VEC; g += G) {
                 const uint4 w = dropout_words(seed, offset, row, c + g);
+                const int first = G == 8 ? 0 : (int)((c + g) & 4); // the vector's place in its group
 #pragma unroll
-                for (int j = 0; j < 8; j++) decide(i, g + j, draw_keeps(w, j, threshold_high));
+                for (int j = 0; j < G; j++) decide(i, g + j, draw_keeps(w, first + j, threshold_high));
             }
-        } else if constexpr (L::VEC == 4) { // half a group: its two words
-            const uint4 w = dropout_words(seed, offset, row, c);
-            const int half = (int)(c & 4);
-#pragma unroll
-            for (int j = 0; j < 4; j++) decide(i, j, draw_keeps(w, half + j, threshold_high));
         } else {
 #pragma unroll
             for (int k = 0; k < L::VEC; k++) {
