@@ -78,7 +78,7 @@ tile::frag<$2> $1; tile::load<$2, tile::hint::read_only>($1, (const T *)($3), $4
 # TILE_LOAD_LAST(...): as TILE_LOAD for the last read of the data (evict-first, unless the grid
 # point sets EVICT_FIRST to 0, or L2_KEEP to 1 for the read-only path with an L2 evict-last
 # policy: tuning knobs).
-m4_define(<|TILE_EVICT_FIRST|>, <|m4_ifdef(<|L2_KEEP|>, <|tile::hint::keep_l2|>, <|m4_ifdef(<|EVICT_FIRST|>, <|m4_ifelse(EVICT_FIRST, 0, tile::hint::read_only, tile::hint::evict_first)|>, tile::hint::evict_first)|>)|>)
+m4_define(<|TILE_EVICT_FIRST|>, <|m4_ifelse(m4_ifdef(<|L2_KEEP|>, <|L2_KEEP|>, 0), 1, <|tile::hint::keep_l2|>, <|m4_ifdef(<|EVICT_FIRST|>, <|m4_ifelse(EVICT_FIRST, 0, tile::hint::read_only, tile::hint::evict_first)|>, tile::hint::evict_first)|>)|>)
 m4_define(<|TILE_LOAD_LAST|>, <|TILE_ARGS(<|TILE_LOAD_LAST|>, <|$9|>, 9)m4_dnl
 tile::frag<$2> $1; tile::load<$2, TILE_EVICT_FIRST>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
 # TILE_LOAD_INTO(t, L, ptr, row, rows, col0, cols, ld, other): as TILE_LOAD_LAST into an existing

@@ -161,9 +161,9 @@ template <int N, typename T> struct alignas(N * sizeof(T)) vec_t {
 // read: no element is read through it after it was written; plain (ld.global), which the
 // compiler cannot move across a barrier, for small vectors read after a row reduction, so
 // their registers are not held through it; keep_l2, read_only with an L2 evict-last policy on
-// the lines (what torch.compile's norm kernels put on their first read of x): for one-pass
-// norms of 2048 to 16384 columns, 2-3% faster on an H200 and 7% with dropout in f32, though
-// the rows are read once (perf-notes K29: measured, not explained).
+// the lines (what torch.compile's norm kernels put on their first read of x), which made the
+// one-pass norm tiles faster on an H200 though each row is read once (perf-notes K29:
+// measured, not explained).
 enum class hint { evict_first, read_only, plain, keep_l2 };
 
 __device__ __forceinline__ int4 load16_keep_l2(const int4 *p) {
