@@ -858,6 +858,65 @@ static void test_gen_lean_errors(void **state) {
                       "param LEAN and field lean must agree");
 }
 
+/* The cache hint of a tile's last read (TILE_EVICT_FIRST) follows the grid point: evict-first
+ * by default, the read-only path where EVICT_FIRST is 0, the L2 evict-last policy where L2_KEEP
+ * is 1, and evict-first again where L2_KEEP is 0. */
+static void test_gen_load_hints(void **state) {
+    (void)state;
+    char dir[512], grid[600], tile[600], log[600], cu_path[600];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(grid, sizeof grid, "%s/hints.grid", dir);
+    snprintf(tile, sizeof tile, "%s/hints.tile", dir);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    write_text(tile, "TILE_KERNEL(k, (int a))\n    (void)a; /* hint: TILE_EVICT_FIRST */\nTILE_END\n");
+    static const struct {
+        const char *param, *name, *hint;
+    } cases[] = {
+        {"", "plain", "tile::hint::evict_first"},
+        {"param EVICT_FIRST 0\n", "nc", "tile::hint::read_only"},
+        {"param L2_KEEP 1\n", "keep", "tile::hint::keep_l2"},
+        {"param L2_KEEP 0\n", "nokeep", "tile::hint::evict_first"},
+    };
+    char text[2048] = "op hints\nsource hints.tile\ndtypes f32\n";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char family[256];
+        snprintf(family, sizeof family,
+                 "\nfamily %s\nkernel k\nparam BLOCK_N 64\n%sname {op}_{dtype}_%s\n"
+                 "set max_cols = BLOCK_N\n",
+                 cases[i].name, cases[i].param, cases[i].name);
+        strncat(text, family, sizeof text - strlen(text) - 1);
+    }
+    write_text(grid, text);
+    const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
+                          grid, NULL};
+    const int r = run_gen(args, log);
+    if (r) {
+        char *out = slurp(log, NULL);
+        print_error("fusedops-gen failed (%d): %s\n", r, out ? out : "");
+        free(out);
+    }
+    assert_int_equal(r, 0);
+    snprintf(cu_path, sizeof cu_path, "%s/hints.cu", dir);
+    char *cu = slurp(cu_path, NULL);
+    assert_non_null(cu);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char marker[128], expected[128];
+        snprintf(marker, sizeof marker, "// variant hints_f32_%s:", cases[i].name);
+        snprintf(expected, sizeof expected, "/* hint: %s */", cases[i].hint);
+        char *section = variant_section(cu, marker);
+        assert_non_null(section);
+        const int found = strstr(section, expected) != NULL;
+        if (!found) print_error("%s: expected %s in:\n%s\n", cases[i].name, expected, section);
+        free(section);
+        if (!found) {
+            free(cu);
+            fail();
+        }
+    }
+    free(cu);
+    remove_tree(dir);
+}
+
 #define TSV_HEADER "arch\top\tdtype\tbucket\tvariant\ttime_us\trunner_up\trunner_up_us\n"
 
 /* Runs the generator with one tuned TSV; returns its exit status and its output in *out. */
@@ -1019,6 +1078,7 @@ int main(void) {
         cmocka_unit_test(test_gen_deterministic),
         cmocka_unit_test(test_gen_arch_guard),
         cmocka_unit_test(test_gen_lean_errors),
+        cmocka_unit_test(test_gen_load_hints),
         cmocka_unit_test(test_gen_tuned_tables),
         cmocka_unit_test(test_gen_reports_grid_errors),
     };
