@@ -662,6 +662,17 @@ static int run_gen(const char *const *args, const char *log) {
     return WEXITSTATUS(status);
 }
 
+/* run_gen that must succeed: on failure, prints the generator's output (log) and fails. */
+static void run_gen_ok(const char *const *args, const char *log) {
+    const int r = run_gen(args, log);
+    if (r) {
+        char *text = slurp(log, NULL);
+        print_error("fusedops-gen failed (%d): %s\n", r, text ? text : "");
+        free(text);
+    }
+    assert_int_equal(r, 0);
+}
+
 static void remove_tree(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -694,13 +705,7 @@ static void test_gen_deterministic(void **state) {
                             "kernels/softmax.grid", NULL};
     const char *args_b[] = {"", "--out", b, "--templates", "templates", "--m4", FUSEDOPS_M4,
                             "kernels/softmax.grid", NULL};
-    int ra = run_gen(args_a, log);
-    if (ra) {
-        char *text = slurp(log, NULL);
-        print_error("fusedops-gen failed (%d): %s\n", ra, text ? text : "");
-        free(text);
-    }
-    assert_int_equal(ra, 0);
+    run_gen_ok(args_a, log);
     assert_int_equal(run_gen(args_b, NULL), 0);
     for (size_t i = 0; i < sizeof generated / sizeof *generated; i++) {
         char pa[600], pb[600];
@@ -767,13 +772,7 @@ static void test_gen_arch_guard(void **state) {
     snprintf(log, sizeof log, "%s/log.txt", dir);
     const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
                           "kernels/attention.grid", NULL};
-    const int r = run_gen(args, log);
-    if (r) {
-        char *text = slurp(log, NULL);
-        print_error("fusedops-gen failed (%d): %s\n", r, text ? text : "");
-        free(text);
-    }
-    assert_int_equal(r, 0);
+    run_gen_ok(args, log);
     snprintf(cu_path, sizeof cu_path, "%s/attention.cu", dir);
     char *cu = slurp(cu_path, NULL);
     assert_non_null(cu);
@@ -889,13 +888,7 @@ static void test_gen_load_hints(void **state) {
     write_text(grid, text);
     const char *args[] = {"", "--out", dir, "--templates", "templates", "--m4", FUSEDOPS_M4,
                           grid, NULL};
-    const int r = run_gen(args, log);
-    if (r) {
-        char *out = slurp(log, NULL);
-        print_error("fusedops-gen failed (%d): %s\n", r, out ? out : "");
-        free(out);
-    }
-    assert_int_equal(r, 0);
+    run_gen_ok(args, log);
     snprintf(cu_path, sizeof cu_path, "%s/hints.cu", dir);
     char *cu = slurp(cu_path, NULL);
     assert_non_null(cu);
