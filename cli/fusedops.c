@@ -383,7 +383,7 @@ static int check_variant(const support_gpu *gpu, int32_t index, const tile_varia
  * LayerNorm and RMSNorm of x alone, on rows of exactly its width. */
 static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_variant_info *v,
                               int quick, int *cases) {
-    const int lean = support_is_lean(v);
+    const int lean = support_is_lean(v), pointwise = support_is_pointwise(v);
     const int64_t cap = v->max_cols ? v->max_cols : (quick ? 20001 : 70001);
     const int64_t widths[] = {1, 17, cap / 2 + 3 <= cap ? cap / 2 + 3 : cap, cap};
     const int64_t row_counts[] = {1, 3, 97};
@@ -392,7 +392,9 @@ static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_
     for (int w = 0; w < 4; w++)
         for (int r = 0; r < 3; r++)
             for (int k = 0; k < TILE_NORM_COUNT_; k++) {
-                if (quick && r == 2 && k != TILE_NORM_LAYER) continue;
+                if (quick && r == 2 && k != (pointwise ? TILE_NORM_NONE : TILE_NORM_LAYER))
+                    continue;
+                if (pointwise && k != TILE_NORM_NONE) continue; /* no row statistics */
                 if (widths[w] > 30000 && row_counts[r] > 3) continue; /* CPU reference time */
                 if (lean && (widths[w] != cap || k == TILE_NORM_NONE)) continue;
                 const int64_t round_up = (epa - widths[w] % epa) % epa;

@@ -10,9 +10,9 @@
 
 const char *const grid_field_names[GRID_FIELD_COUNT] = {
     "threads", "rows_per_program", "cluster", "smem", "max_cols", "align", "arch_min", "arch_max",
-    "persistent", "features", "lean",
+    "persistent", "features", "lean", "column_tile",
 };
-const int64_t grid_field_defaults[GRID_FIELD_COUNT] = {128, 1, 1, 0, 0, 1, 80, 0, 0, 0, 0};
+const int64_t grid_field_defaults[GRID_FIELD_COUNT] = {128, 1, 1, 0, 0, 1, 80, 0, 0, 0, 0, 0};
 
 const char *const grid_dtype_names[GRID_MAX_DTYPES] = {"f32", "f16", "bf16"};
 const int grid_dtype_bytes[GRID_MAX_DTYPES] = {4, 2, 2};

@@ -29,6 +29,7 @@ typedef enum grid_field {
     GRID_FIELD_PERSISTENT,
     GRID_FIELD_FEATURES,
     GRID_FIELD_LEAN,
+    GRID_FIELD_COLUMN_TILE,
     GRID_FIELD_COUNT
 } grid_field;
 

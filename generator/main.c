@@ -258,6 +258,18 @@ static int visit_point(void *ctx, const grid_point *pt, const char *pruned_reaso
     else if (param_or(pt, "LEAN", 0) != f[GRID_FIELD_LEAN])
         /* the CLI and tests know lean variants by the LEAN=1 in their params */
         bad = "param LEAN and field lean must agree (set lean = LEAN)";
+    else if (f[GRID_FIELD_COLUMN_TILE] < 0 ||
+             (f[GRID_FIELD_COLUMN_TILE] &&
+              (f[GRID_FIELD_MAX_COLS] || f[GRID_FIELD_CLUSTER] != 1 ||
+               f[GRID_FIELD_PERSISTENT] || f[GRID_FIELD_LEAN] ||
+               param_or(pt, "BLOCK_N", -1) != f[GRID_FIELD_COLUMN_TILE])))
+        /* launches count programs of BLOCK_N columns over rows of any width */
+        bad = "column_tile must be 0, or the BLOCK_N of a variant of any width (max_cols 0) "
+              "without a cluster, persistence or lean";
+    else if (param_or(pt, "POINTWISE", 0) != (f[GRID_FIELD_COLUMN_TILE] > 0))
+        /* the CLI and tests know pointwise variants by the POINTWISE=1 in their params */
+        bad = "param POINTWISE and field column_tile must agree (POINTWISE 1 with column_tile "
+              "BLOCK_N)";
     if (bad) die("%s:%d: family %s, %s: %s", st->grid->path, pt->family->line, pt->family->name,
                  params, bad);
     st->survivors++;
@@ -447,14 +459,14 @@ int main(int argc, char **argv) {
         const int64_t *f = r->fields;
         text_printf(&reg,
                     "    {\"%s\", \"%s\", (tile_dtype)%d, %lld, %lld, %lld, %lld, %lldLL, %lld, "
-                    "%lld, %lld, %lld, %lld, %lld, %d, \"%s\"},\n",
+                    "%lld, %lld, %lld, %lld, %lld, %d, %lld, \"%s\"},\n",
                     r->name, r->op, r->dtype, (long long)f[GRID_FIELD_THREADS],
                     (long long)f[GRID_FIELD_ROWS_PER_PROGRAM], (long long)f[GRID_FIELD_CLUSTER],
                     (long long)f[GRID_FIELD_SMEM], (long long)f[GRID_FIELD_MAX_COLS],
                     (long long)f[GRID_FIELD_ALIGN], (long long)f[GRID_FIELD_ARCH_MIN],
                     (long long)f[GRID_FIELD_ARCH_MAX], (long long)f[GRID_FIELD_PERSISTENT],
                     (long long)f[GRID_FIELD_FEATURES], (long long)f[GRID_FIELD_LEAN], r->lean_twin,
-                    r->params);
+                    (long long)f[GRID_FIELD_COLUMN_TILE], r->params);
     }
     text_printf(&reg, "};\nconst int32_t tile_registry_count = %d;\n", st.row_count);
     char path[1200];

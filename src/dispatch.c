@@ -110,6 +110,9 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
     else if (v->lean && (p->cols != v->max_cols || p->optional_inputs)) reason = "lean";
+    else if (v->column_tile && !p->pointwise) reason = "row statistics";
+    else if (v->column_tile && tile_row_programs(v, p->rows, p->cols) > INT32_MAX)
+        reason = "grid"; /* (a variant of whole rows launches fewer programs) */
     if (why) *why = reason;
     return reason == NULL;
 }
@@ -184,8 +187,10 @@ int64_t tile_variant_param(const tile_variant *v, const char *key) {
     return 0;
 }
 
-int64_t tile_row_programs(const tile_variant *v, int64_t rows) {
-    return (rows + v->rows_per_program - 1) / v->rows_per_program;
+int64_t tile_row_programs(const tile_variant *v, int64_t rows, int64_t cols) {
+    const int64_t row_blocks = (rows + v->rows_per_program - 1) / v->rows_per_program;
+    return v->column_tile ? row_blocks * ((cols + v->column_tile - 1) / v->column_tile)
+                          : row_blocks;
 }
 
 void tile_problem_on_device(tile_problem *p, const tile_device *device) {
@@ -207,7 +212,8 @@ static double waves(int32_t index, const tile_problem *p, int64_t rows) {
     const int32_t per_sm = p->blocks_per_sm[index];
     const int64_t resident = (int64_t)p->sm_count * per_sm;
     if (resident < 1) return 0.0;
-    const double w = (double)(tile_row_programs(v, rows) * v->cluster) / (double)resident;
+    const double w =
+        (double)(tile_row_programs(v, rows, p->cols) * v->cluster) / (double)resident;
     if (per_sm <= 2) return ceil(w);
     return w > 1.0 ? w : 1.0;
 }
@@ -274,13 +280,18 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
     const int32_t sms = p->sm_count > 0 ? p->sm_count : 132;
     double cost;
     int64_t programs;
-    if (v->max_cols) {
+    if (v->column_tile) {
+        /* One pass over column tiles: lanes past the row's last tile are wasted work. */
+        const int64_t tiles = (p->cols + v->column_tile - 1) / v->column_tile;
+        cost = (double)(tiles * v->column_tile) / (double)p->cols;
+        programs = tile_row_programs(v, p->rows, p->cols);
+    } else if (v->max_cols) {
         /* One pass: lanes beyond cols are wasted work; clusters cost a little sync. */
         double capacity = (double)v->max_cols;
         double fill = (double)p->cols / capacity;
         cost = 1.0 / (fill < 1.0 ? fill : 1.0);
         if (v->cluster > 1) cost *= 1.05;
-        programs = tile_row_programs(v, p->rows) * v->cluster;
+        programs = tile_row_programs(v, p->rows, p->cols) * v->cluster;
     } else {
         /* Two passes: the second read mostly hits L2; charge 30% more traffic. */
         cost = 1.3;
@@ -543,6 +554,17 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                          "%s: %s copies by tensor maps, which cannot stop at a sequence's end: "
                          "varlen calls (cu_seqlens) run on the other variants",
                          fn, v->name);
+    if (!strcmp(why, "row statistics"))
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s takes a tile of a row a program, without row statistics: it "
+                         "runs norm-less calls (tile_residual_dropout) alone",
+                         fn, v->name);
+    if (!strcmp(why, "grid"))
+        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                         "%s: %s would launch %lld programs for %lldx%lld, past the grid limit "
+                         "of %d",
+                         fn, v->name, (long long)tile_row_programs(v, p->rows, p->cols),
+                         (long long)p->rows, (long long)p->cols, INT32_MAX);
     /* "cols": op and dtype were checked above */
     return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s takes at most %lld columns, got cols %lld",
                      fn, v->name, (long long)v->max_cols, (long long)p->cols);

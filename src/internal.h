@@ -57,6 +57,8 @@ typedef struct tile_problem {
     int32_t features;   /* TILE_FEATURE_* bits the call needs (0: none) */
     int32_t optional_inputs; /* 1: the call passes inputs or outputs lean variants leave out
                               * (norm: bias, residual, s) */
+    int32_t pointwise;  /* 1: the call needs no row statistics (a norm-less norm call), so a
+                         * program may take part of a row (column_tile variants) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (a varlen attention call):
                              * variants that copy by them are not eligible */
     const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain
@@ -67,8 +69,9 @@ typedef struct tile_problem {
 /* Fills in p's device fields (arch, SM count, shared memory, occupancy) from `device`. */
 void tile_problem_on_device(tile_problem *p, const tile_device *device);
 
-/* Programs (row blocks of v->rows_per_program rows) a row-wise launch of `rows` rows needs. */
-int64_t tile_row_programs(const tile_variant *v, int64_t rows);
+/* Programs a row-wise launch of `rows` rows of `cols` columns needs: its row blocks of
+ * v->rows_per_program rows, times the row's column tiles where v splits rows (column_tile). */
+int64_t tile_row_programs(const tile_variant *v, int64_t rows, int64_t cols);
 
 /* Shared memory a program may opt in to on a GPU of this arch, for explain without the GPU
  * (the device's own attribute is used for real calls). */

@@ -131,7 +131,8 @@ static tile_status launch(const tile_device *device, int32_t variant, const tile
     };
     void *args[] = {&k};
     const tile_variant *v = &tile_registry[variant];
-    return tile_launch(device, variant, tile_row_programs(v, a->rows), stream, args);
+    return tile_launch(device, variant, tile_row_programs(v, a->rows, a->cols), stream,
+                       args);
 }
 
 /* The dispatch problem of a validated call (align: what check_args found). */
@@ -143,7 +144,8 @@ static tile_problem problem_of(const tile_add_norm_args *a, int32_t align) {
                           .align = align,
                           .table_op = a->norm == TILE_NORM_NONE ? residual_dropout_table : NULL,
                           .features = a->p > 0.0f || a->mask ? TILE_FEATURE_DROPOUT : 0,
-                          .optional_inputs = a->bias || a->residual || a->s};
+                          .optional_inputs = a->bias || a->residual || a->s,
+                          .pointwise = a->norm == TILE_NORM_NONE};
 }
 
 /* Validate, dispatch (or, forced, check that `variant` may run it), launch. */

@@ -24,6 +24,9 @@ typedef struct tile_variant {
                          * optional inputs (tile_problem.optional_inputs) */
     int32_t lean_twin;  /* index of this variant's lean twin, or -1: dispatch takes the twin
                          * in its place wherever the call allows */
+    int32_t column_tile; /* > 0: a program takes one tile of this many columns of a row, and
+                          * launches count rows x column tiles; only for calls that need no
+                          * row statistics (tile_problem.pointwise) */
     const char *params;
 } tile_variant;
 

@@ -9,7 +9,7 @@ static tile_status softmax_launch(const tile_device *device, int32_t variant, in
     const tile_variant *v = &tile_registry[variant];
     int32_t log_flag = log_softmax ? 1 : 0;
     void *args[] = {&y, (void *)&x, &rows, &cols, &ld_y, &ld_x, &log_flag};
-    return tile_launch(device, variant, tile_row_programs(v, rows), stream, args);
+    return tile_launch(device, variant, tile_row_programs(v, rows, cols), stream, args);
 }
 
 static tile_status softmax_dispatch(const char *op, int log_softmax, tile_dtype dtype, void *y,

@@ -95,6 +95,10 @@ int support_is_lean(const tile_variant_info *info) {
     return strstr(info->params, "LEAN=1") != NULL;
 }
 
+int support_is_pointwise(const tile_variant_info *info) {
+    return strstr(info->params, "POINTWISE=1") != NULL;
+}
+
 /* Whether params a and b ("K=V K=V ...") are the same sequence once MAXREG and LEAN are left out. */
 static int same_params_but_lean(const char *a, const char *b) {
     for (;;) {

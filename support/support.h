@@ -64,6 +64,9 @@ int support_is_persistent(const tile_variant_info *info);
 /* Whether the variant is a lean twin (LEAN=1 in its params, which the generator ties to the
  * registry's `lean`): rows of exactly max_cols columns, no bias, residual or s. */
 int support_is_lean(const tile_variant_info *info);
+/* Whether the variant is pointwise (POINTWISE=1 in its params, which the generator ties to the
+ * registry's `column_tile`): a program takes a tile of a row, so it runs norm-less calls alone. */
+int support_is_pointwise(const tile_variant_info *info);
 /* The index of general variant `index`'s lean twin, or -1: the lean variant of the same op,
  * dtype, threads, cluster, shared memory, width and alignment whose params are the same but for
  * MAXREG and LEAN (generator/main.c's lean_twins pairs them so; dispatch swaps the twin in). */

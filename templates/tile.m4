@@ -57,6 +57,12 @@ const int64_t $1 = tile::program_row<$2>()|>)
 # TILE_PROGRAM_COLUMN(col0, L): first column of this program's slice of the row.
 m4_define(<|TILE_PROGRAM_COLUMN|>, <|const int64_t $1 = tile::program_column<$2>()|>)
 
+# TILE_PROGRAM_TILE(row, col0, L, cols): the rows and the first column of this program's tile
+# where programs cover rows x column tiles (a grid point with `set column_tile = BLOCK_N`).
+m4_define(<|TILE_PROGRAM_TILE|>, <|TILE_ARGS(<|TILE_PROGRAM_TILE|>, <|$4|>, 4)m4_dnl
+const int64_t $1 = tile::tile_program_row<$3>($4);
+    const int64_t $2 = tile::tile_program_column<$3>($4)|>)
+
 # TILE_ROW_WIDTH(cols, L, n): cols = n, the width of the rows; in a lean variant (the grid sets
 # `lean`: rows of exactly one tile, no optional inputs) the tile's width BLOCK_N instead, a
 # constant, so the code for partial tiles drops out. TILE_LEAN: 1 in a lean variant, else 0.

@@ -145,6 +145,19 @@ template <typename L> __device__ __forceinline__ int64_t program_column() {
     return (int64_t)L::cluster_rank() * L::BLOCK_N;
 }
 
+// Programs over column tiles (a launch of rows x ceil(cols / BLOCK_N) programs, where no row
+// statistics are needed): program p takes row block p / tiles and that block's column tile
+// p % tiles (a 32-bit division, once a program).
+template <typename L> __device__ __forceinline__ uint32_t column_tiles(int64_t cols) {
+    return (uint32_t)((cols + L::BLOCK_N - 1) / L::BLOCK_N);
+}
+template <typename L> __device__ __forceinline__ int64_t tile_program_row(int64_t cols) {
+    return (int64_t)(blockIdx.x / column_tiles<L>(cols)) * L::ROWS + L::row_in_program();
+}
+template <typename L> __device__ __forceinline__ int64_t tile_program_column(int64_t cols) {
+    return (int64_t)(blockIdx.x % column_tiles<L>(cols)) * L::BLOCK_N;
+}
+
 // Distance between a program's consecutive column tiles: its cluster's programs interleave.
 template <typename L> __device__ __forceinline__ int64_t column_step() {
     return (int64_t)L::BLOCK_N * L::CLUSTER;

@@ -516,9 +516,14 @@ static void compare_witness(int shape, const uint8_t *mask, size_t n, const char
  * of their own. */
 static int is_lean(const variant_entry *v) { return support_is_lean(&v->info); }
 
-static int variant_takes(const variant_entry *v, tile_dtype dt, int64_t cols) {
+/* Pointwise variants (POINTWISE=1) take a tile of a row a program: norm-less calls alone. */
+static int is_pointwise(const variant_entry *v) { return support_is_pointwise(&v->info); }
+
+static int variant_takes(const variant_entry *v, tile_dtype dt, int64_t cols,
+                         const norm_config *c) {
     return v->runs_here && v->info.dtype == dt && !is_lean(v) &&
-           (!v->info.max_cols || cols <= v->info.max_cols);
+           (!v->info.max_cols || cols <= v->info.max_cols) &&
+           (!is_pointwise(v) || c->norm == TILE_NORM_NONE);
 }
 
 /* Runs (problem, call) on the image of the right alignment, reports a failure, and feeds the
@@ -579,7 +584,7 @@ static void check_all(const char *only) {
                 int ncache = 0;
                 for (int i = 0; i < nvariants; i++) {
                     variant_entry *v = &variants[i];
-                    if (!variant_takes(v, dt, p.cols) ||
+                    if (!variant_takes(v, dt, p.cols, p.cfg) ||
                         !support_variant_selected(v->info.name, only) ||
                         (needs_dropout(p.cfg) && !has_dropout(v)))
                         continue;
@@ -769,16 +774,23 @@ static tile_add_norm_args err_args(const err_buffers *b, tile_dtype dt, int64_t 
         .rstd = (float *)DPTR(b->stats) + rows};
 }
 
-/* err_args, without dropout and mask for a variant built without dropout, and without bias,
- * residual and s for a lean one. */
-static tile_add_norm_args err_args_for(const err_buffers *b, tile_dtype dt, int64_t rows,
-                                       int64_t cols, int64_t ld, int dropout, int lean) {
-    tile_add_norm_args a = err_args(b, dt, rows, cols, ld);
-    if (lean) {
+/* err_args for variant v: without dropout and mask for a variant built without dropout,
+ * without bias, residual and s for a lean one, and without the norm (y, weight, norm_bias,
+ * mean, rstd) for a pointwise one. */
+static tile_add_norm_args err_args_for(const err_buffers *b, const variant_entry *v,
+                                       int64_t rows, int64_t cols, int64_t ld) {
+    tile_add_norm_args a = err_args(b, v->info.dtype, rows, cols, ld);
+    if (is_pointwise(v)) {
+        a.norm = TILE_NORM_NONE;
+        a.y = NULL;
+        a.weight = a.norm_bias = NULL;
+        a.mean = a.rstd = NULL;
+    }
+    if (is_lean(v)) {
         a.bias = a.residual = NULL;
         a.s = NULL;
     }
-    if (!dropout) {
+    if (!has_dropout(v)) {
         a.p = 0.0f;
         a.mask = NULL;
     }
@@ -799,7 +811,7 @@ static int check_variant_errors(const variant_entry *v) {
     a.dtype = dt == TILE_DTYPE_F32 ? TILE_DTYPE_F16 : TILE_DTYPE_F32;
     EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
     const int dropout = has_dropout(v);
-#define ERR_ARGS(rows, cols_, ld) err_args_for(&b, dt, rows, cols_, ld, dropout, is_lean(v))
+#define ERR_ARGS(rows, cols_, ld) err_args_for(&b, v, rows, cols_, ld)
     if (!dropout) { /* dropout asked of a variant without it */
         a = err_args(&b, dt, 4, cols, cols + 8);
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
@@ -808,6 +820,11 @@ static int check_variant_errors(const variant_entry *v) {
     }
     if (v->info.max_cols) {
         a = ERR_ARGS(1, cols + 1, cols + 1);
+        EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
+    }
+    if (is_pointwise(v)) { /* a norm: it has no row statistics */
+        a = err_args(&b, dt, 4, cols, cols + 8);
+        if (!dropout) a.p = 0.0f, a.mask = NULL;
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_NOT_SUPPORTED);
     }
     if (is_lean(v)) { /* what a lean variant leaves out, and rows narrower than its width */
@@ -827,10 +844,12 @@ static int check_variant_errors(const variant_entry *v) {
     }
     if ((size_t)v->info.align_bytes > elem) {
         a = ERR_ARGS(4, cols, cols + 8);
-        a.y = (char *)a.y + elem; /* a pointer aligned to the element only */
+        if (a.y) a.y = (char *)a.y + elem; /* a pointer aligned to the element only */
+        else a.s = (char *)a.s + elem;
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_MISALIGNED);
         a = ERR_ARGS(4, cols, cols + 8);
-        a.weight = (const char *)a.weight + elem; /* a [cols] vector likewise */
+        if (a.weight) a.weight = (const char *)a.weight + elem; /* a [cols] vector likewise */
+        else a.bias = (const char *)a.bias + elem;
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_MISALIGNED);
         a = ERR_ARGS(4, cols - 1, cols - 1); /* a row stride aligned to the element */
         EXPECT(label, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_MISALIGNED);
@@ -844,8 +863,7 @@ static int check_arch_mismatch(const variant_entry *v) {
     err_buffers b;
     err_alloc(&b, 4096);
     int failed = 0;
-    tile_add_norm_args a =
-        err_args_for(&b, v->info.dtype, 1, 16, 16, has_dropout(v), is_lean(v));
+    tile_add_norm_args a = err_args_for(&b, v, 1, 16, 16);
     EXPECT(v->info.name, tile_add_norm_variant(v->index, &a, NULL), TILE_STATUS_ARCH_MISMATCH);
     if (!failed && !strstr(tile_last_error(), v->info.name)) {
         fprintf(stderr, "FAIL %s: the arch mismatch message does not name it: %s\n", v->info.name,

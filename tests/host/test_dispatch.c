@@ -88,7 +88,7 @@ static tile_variant_info get_info(int32_t index) {
 
 /* How many variants should be eligible, from the public introspection alone. */
 static int32_t count_eligible_of(const char *op, tile_dtype d, int64_t cols, int32_t align,
-                                 int32_t arch) {
+                                 int32_t arch, int pointwise) {
     int32_t n = 0;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
         tile_variant_info v = get_info(i);
@@ -97,6 +97,7 @@ static int32_t count_eligible_of(const char *op, tile_dtype d, int64_t cols, int
         if (v.max_cols && v.max_cols < cols) continue;
         if (align % v.align_bytes) continue;
         if (strstr(v.params, "LEAN=1") && cols != v.max_cols) continue; /* explain: no extras */
+        if (strstr(v.params, "POINTWISE=1") && !pointwise) continue; /* no row statistics */
         n++;
     }
     return n;
@@ -151,7 +152,7 @@ static tile_decision check_decision_of(const char *op, tile_dtype dt, int64_t ro
     assert_true(!strncmp(d.reason, tile_rule_string(d.rule), strlen(tile_rule_string(d.rule))));
 
     const int32_t align = expected_align(dt, rows, ld_y, ld_x, pointer_align);
-    assert_int_equal(d.eligible, count_eligible_of(op, dt, cols, align, arch));
+    assert_int_equal(d.eligible, count_eligible_of(op, dt, cols, align, arch, 0));
     assert_true(d.eligible >= 1);
 
     tile_variant_info v = get_info(d.variant);
@@ -473,7 +474,8 @@ static void test_registry(void **state) {
         /* every variant is eligible for some problem: its own width, at its arch */
         tile_problem p = {.op = v.op, .dtype = v.dtype, .rows = 1,
                           .cols = v.max_cols ? v.max_cols : 12345, .align = v.align_bytes,
-                          .arch = v.arch_min, .smem_limit = tile_arch_smem_limit(v.arch_min)};
+                          .arch = v.arch_min, .smem_limit = tile_arch_smem_limit(v.arch_min),
+                          .pointwise = r->column_tile > 0}; /* norm-less calls: theirs */
         assert_true(tile_variant_eligible(r, &p, NULL));
     }
     for (int t = 0; t < 3; t++) assert_true(per_dtype[t] > 0);
@@ -748,7 +750,7 @@ static void test_attention_head_dims(void **state) {
                 assert_string_equal(tile_last_error(), "");
                 assert_int_equal(d.arch, arch);
                 assert_int_equal(d.eligible,
-                                 count_eligible_of("attention", dts[t], head_dim, 16, arch));
+                                 count_eligible_of("attention", dts[t], head_dim, 16, arch, 0));
                 tile_variant_info v = get_info(d.variant);
                 assert_string_equal(v.op, "attention");
                 assert_int_equal(v.dtype, dts[t]);
@@ -865,6 +867,59 @@ static void test_lean_twins(void **state) {
     assert_int_equal(tile_norm_explain(TILE_DTYPE_BF16, 8192, 8000, 8000, 8000, 16, 90, &narrower),
                      TILE_STATUS_SUCCESS);
     assert_false(tile_registry[narrower.variant].lean);
+}
+
+/* Pointwise variants (column_tile): norm-less calls of any width alone, rows x column tiles
+ * of programs, and a norm call refused with its reason; explain of a norm-less call counts
+ * them eligible, of a LayerNorm not. */
+static void test_pointwise_variants(void **state) {
+    (void)state;
+    int pointwise = 0;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *v = &tile_registry[i];
+        assert_int_equal(v->column_tile > 0, strstr(v->params, "POINTWISE=1") != NULL);
+        if (!v->column_tile) {
+            assert_int_equal(tile_row_programs(v, 1000, 70000),
+                             (1000 + v->rows_per_program - 1) / v->rows_per_program);
+            continue;
+        }
+        pointwise++;
+        assert_int_equal(v->max_cols, 0);
+        assert_int_equal(v->cluster, 1);
+        assert_int_equal(tile_variant_param(v, "BLOCK_N"), v->column_tile);
+        /* 1000 rows of 70000 columns: ceil(70000 / BLOCK_N) tiles a row block */
+        assert_int_equal(tile_row_programs(v, 1000, 70000),
+                         (1000 + v->rows_per_program - 1) / v->rows_per_program *
+                             ((70000 + v->column_tile - 1) / v->column_tile));
+        tile_problem p = {.op = v->op, .dtype = v->dtype, .rows = 1000, .cols = 70000,
+                          .align = 16, .arch = 90, .smem_limit = tile_arch_smem_limit(90),
+                          .features = v->features, .pointwise = 1};
+        const char *why = "unset";
+        assert_true(tile_variant_eligible(v, &p, &why));
+        p.pointwise = 0; /* a norm */
+        assert_false(tile_variant_eligible(v, &p, &why));
+        assert_string_equal(why, "row statistics");
+        assert_int_equal(tile_check_variant("test", i, &p), TILE_STATUS_NOT_SUPPORTED);
+        assert_non_null(strstr(tile_last_error(), "norm-less calls"));
+        p.pointwise = 1, p.rows = (int64_t)1 << 40; /* past the grid limit */
+        assert_false(tile_variant_eligible(v, &p, &why));
+        assert_string_equal(why, "grid");
+    }
+    assert_true(pointwise > 0);
+    /* the same dropout call with and without a norm: the norm-less one has the bf16 dropout
+     * pointwise variants eligible besides, and the norm's decision is never one */
+    int32_t with_dropout = 0;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *v = &tile_registry[i];
+        with_dropout += !strcmp(v->op, "norm") && v->dtype == TILE_DTYPE_BF16 &&
+                        v->column_tile && (v->features & 1); /* dropout (norm_args.h) */
+    }
+    const tile_decision none = dropout_decision_at("residual_dropout", TILE_DTYPE_BF16, 1024,
+                                                   65536, 90);
+    const tile_decision norm = dropout_decision_at("norm", TILE_DTYPE_BF16, 1024, 65536, 90);
+    assert_true(with_dropout > 0);
+    assert_int_equal(none.eligible - norm.eligible, with_dropout);
+    assert_int_equal(tile_registry[norm.variant].column_tile, 0);
 }
 
 /* A varlen call never gets a variant that copies by tensor maps (it cannot stop at a
@@ -1047,7 +1102,7 @@ static void test_grouped_matmul_registry(void **state) {
                     if (x < align) align = x;
                 }
                 const int32_t eligible =
-                    count_eligible_of("grouped_matmul", dts[t], cases[c].n, align, arch);
+                    count_eligible_of("grouped_matmul", dts[t], cases[c].n, align, arch, 0);
                 tile_decision d = new_decision(), copy = d;
                 const tile_status s = tile_grouped_matmul_explain(&args, arch, &d);
                 if (eligible == 0) {
@@ -1100,6 +1155,7 @@ int main(void) {
         cmocka_unit_test(test_sm90_variants_have_code),
         cmocka_unit_test(test_tuned_table),
         cmocka_unit_test(test_lean_twins),
+        cmocka_unit_test(test_pointwise_variants),
         cmocka_unit_test(test_internal_helpers),
         cmocka_unit_test(test_attention_head_dims),
         cmocka_unit_test(test_attention_mismatch),

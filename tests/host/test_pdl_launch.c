@@ -384,6 +384,10 @@ static void test_norm(void **state) {
             const tile_variant_info *info = &v;
             const int64_t cols = v.max_cols ? v.max_cols : COLS;
             const int dropout = param(info, "DROPOUT") == 1, lean = param(info, "LEAN") == 1;
+            /* pointwise: a program a tile of a row (BLOCK_N columns), norm-less calls alone */
+            const int pointwise = param(info, "POINTWISE") == 1;
+            const int64_t programs = ceil_div(ROWS, param(info, "ROWS")) *
+                                     (pointwise ? ceil_div(cols, param(info, "BLOCK_N")) : 1);
             const tile_add_norm_args base = {
                 .struct_size = sizeof base, .dtype = dtypes[t], .rows = ROWS, .cols = cols,
                 .x = DEV(X), .ld_x = cols, .eps = 1e-5f, .seed = 42, .offset = 7};
@@ -416,12 +420,12 @@ static void test_norm(void **state) {
             int launches = 0, refused = 0;
             for (int c = 0; c < 4; c++) {
                 const int lacks = (calls[c].optional_inputs && lean) ||
-                                  (calls[c].needs_dropout && !dropout);
+                                  (calls[c].needs_dropout && !dropout) ||
+                                  (pointwise && calls[c].args.norm != TILE_NORM_NONE);
                 const fake_cuda_launch before = recorded();
                 const tile_status s = tile_add_norm_variant(i, &calls[c].args, STREAM);
                 const int launched = check_forced(calls[c].what, info, &before, s, lacks,
-                                                  ceil_div(ROWS, param(info, "ROWS")),
-                                                  GRID_ANY_CAP, 0);
+                                                  programs, GRID_ANY_CAP, 0);
                 launches += launched;
                 refused += !launched;
             }
