@@ -811,10 +811,10 @@ static void write_text(const char *path, const char *text) {
     assert_int_equal(fclose(f), 0);
 }
 
-/* Runs the generator on a grid of lean variants (`family` text after a 3-line head, so the
+/* Runs the generator on a grid of one family (`family` text after a 3-line head, so the
  * family is line 5) before softmax.grid and expects it to fail with message at that line of
  * that grid's own path (the errors found after every grid is expanded name it too). */
-static void expect_lean_error(const char *family, const char *message) {
+static void expect_family_error(const char *family, const char *message) {
     char dir[512], grid[600], tile[600], log[600];
     make_temp_dir(dir, sizeof dir);
     snprintf(grid, sizeof grid, "%s/lean.grid", dir);
@@ -843,18 +843,36 @@ static void expect_lean_error(const char *family, const char *message) {
 /* A lean variant must have a general twin, be one tile wide, and say LEAN in its params. */
 static void test_gen_lean_errors(void **state) {
     (void)state;
-    expect_lean_error("family l\nkernel k\nparam BLOCK_N 64\nparam LEAN 1\n"
+    expect_family_error("family l\nkernel k\nparam BLOCK_N 64\nparam LEAN 1\n"
                       "name {op}_{dtype}_n{BLOCK_N}_lean\nset max_cols = BLOCK_N\n"
                       "set lean = LEAN\n",
                       "lean variant lean_f32_n64_lean has no general twin");
-    expect_lean_error("family l\nkernel k\nparam BLOCK_N 64\nparam LEAN 1\n"
+    expect_family_error("family l\nkernel k\nparam BLOCK_N 64\nparam LEAN 1\n"
                       "name {op}_{dtype}_n{BLOCK_N}_lean\nset max_cols = 2 * BLOCK_N\n"
                       "set lean = LEAN\n",
                       "a lean variant's max_cols must be its BLOCK_N");
-    expect_lean_error("family l\nkernel k\nparam BLOCK_N 64\n"
+    expect_family_error("family l\nkernel k\nparam BLOCK_N 64\n"
                       "name {op}_{dtype}_n{BLOCK_N}_lean\nset max_cols = BLOCK_N\n"
                       "set lean = 1\n",
                       "param LEAN and field lean must agree");
+}
+
+/* A pointwise variant's column_tile is its BLOCK_N, of any width, and its params say POINTWISE. */
+static void test_gen_pointwise_errors(void **state) {
+    (void)state;
+    expect_family_error("family p\nkernel k\nparam BLOCK_N 64\nparam POINTWISE 1\n"
+                        "name {op}_{dtype}_n{BLOCK_N}\nset column_tile = 2 * BLOCK_N\n",
+                        "column_tile must be 0, or the BLOCK_N of a variant of any width");
+    expect_family_error("family p\nkernel k\nparam BLOCK_N 64\nparam POINTWISE 1\n"
+                        "name {op}_{dtype}_n{BLOCK_N}\nset column_tile = BLOCK_N\n"
+                        "set max_cols = BLOCK_N\n",
+                        "column_tile must be 0, or the BLOCK_N of a variant of any width");
+    expect_family_error("family p\nkernel k\nparam BLOCK_N 64\n"
+                        "name {op}_{dtype}_n{BLOCK_N}\nset column_tile = BLOCK_N\n",
+                        "param POINTWISE and field column_tile must agree");
+    expect_family_error("family p\nkernel k\nparam BLOCK_N 64\nparam POINTWISE 1\n"
+                        "name {op}_{dtype}_n{BLOCK_N}\n",
+                        "param POINTWISE and field column_tile must agree");
 }
 
 /* The cache hint of a tile's last read (TILE_EVICT_FIRST) follows the grid point: evict-first
@@ -1071,6 +1089,7 @@ int main(void) {
         cmocka_unit_test(test_gen_deterministic),
         cmocka_unit_test(test_gen_arch_guard),
         cmocka_unit_test(test_gen_lean_errors),
+        cmocka_unit_test(test_gen_pointwise_errors),
         cmocka_unit_test(test_gen_load_hints),
         cmocka_unit_test(test_gen_tuned_tables),
         cmocka_unit_test(test_gen_reports_grid_errors),
