@@ -544,21 +544,21 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                          "%s: %s is a lean variant: it takes rows of exactly %lld columns, got "
                          "cols %lld",
                          fn, v->name, (long long)v->max_cols, (long long)p->cols);
-    if (!strcmp(why, "lean"))
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %s is a lean variant: it takes no bias, residual or s (the norm of "
-                         "x alone); this call passes one",
-                         fn, v->name);
-    if (!strcmp(why, "tensor maps"))
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %s copies by tensor maps, which cannot stop at a sequence's end: "
-                         "varlen calls (cu_seqlens) run on the other variants",
-                         fn, v->name);
-    if (!strcmp(why, "row statistics"))
-        return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %s takes a tile of a row a program, without row statistics: it "
-                         "runs norm-less calls (tile_residual_dropout) alone",
-                         fn, v->name);
+    /* Refusals whose message needs no figures: the variant's name, then why. */
+    static const struct {
+        const char *why, *text;
+    } refusals[] = {
+        {"lean", "is a lean variant: it takes no bias, residual or s (the norm of x alone); this "
+                 "call passes one"},
+        {"tensor maps", "copies by tensor maps, which cannot stop at a sequence's end: varlen "
+                        "calls (cu_seqlens) run on the other variants"},
+        {"row statistics", "takes a tile of a row a program, without row statistics: it runs "
+                           "norm-less calls (tile_residual_dropout) alone"},
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++)
+        if (!strcmp(why, refusals[i].why))
+            return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s %s", fn, v->name,
+                             refusals[i].text);
     if (!strcmp(why, "grid"))
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: %s would launch %lld programs for %lldx%lld, past the grid limit "
