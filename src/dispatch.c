@@ -107,10 +107,11 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
+    /* after arch: a call no variant's arch takes is ARCH_MISMATCH (tile_dispatch) */
+    else if (v->column_tile && !p->pointwise) reason = "row statistics";
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
     else if (v->lean && (p->cols != v->max_cols || p->optional_inputs)) reason = "lean";
-    else if (v->column_tile && !p->pointwise) reason = "row statistics";
     else if (v->column_tile && tile_row_programs(v, p->rows, p->cols) > INT32_MAX)
         reason = "grid"; /* (a variant of whole rows launches fewer programs) */
     if (why) *why = reason;
@@ -465,7 +466,8 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit, features, optional_inputs, no_tensor_maps, mem_bandwidth_gbs;
+    int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps,
+        mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
@@ -484,7 +486,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
-        c->optional_inputs == p->optional_inputs &&
+        c->optional_inputs == p->optional_inputs && c->pointwise == p->pointwise &&
         c->no_tensor_maps == p->no_tensor_maps && c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
         c->blocks_per_sm == p->blocks_per_sm) {
         *variant = c->variant;
@@ -495,7 +497,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
-                           p->optional_inputs, p->no_tensor_maps, p->mem_bandwidth_gbs,
+                           p->optional_inputs, p->pointwise, p->no_tensor_maps,
+                           p->mem_bandwidth_gbs,
                            p->blocks_per_sm};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;

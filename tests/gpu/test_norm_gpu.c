@@ -11,7 +11,8 @@
  *
  * Run time: the float64 reference is computed once per (dtype, shape, configuration) and every
  * variant runs against it, so the cost per variant is the transfers and the comparison. The
- * wide shapes take fewer configurations (1823x781: 3, 64x65536: 1), and the 10^7-element
+ * wide shapes take fewer configurations (1823x781: 4, 64x65536: 3, 7x20001: the 2 norm-less
+ * ones), and the 10^7-element
  * statistics run on the dispatcher only. With the kernels stubbed out (a host stand-in for the
  * driver), the rest took 3.9 s on the 2-core build machine.
  *
@@ -78,7 +79,8 @@ typedef struct norm_config {
     tile_norm_kind norm;
     unsigned flags;
     float p;
-    int wide; /* runs on shapes up to this width class (0: small, 1: 1823x781, 2: 64x65536) */
+    int wide; /* runs on shapes up to this width class (0: small, 1: 1823x781, 2: 64x65536,
+               * 3: 7x20001) */
 } norm_config;
 
 static const norm_config configs[] = {
@@ -93,19 +95,21 @@ static const norm_config configs[] = {
     {"layernorm", TILE_NORM_LAYER, NO_S | WEIGHT | NBIAS | MEAN | RSTD, 0.0f, 0},
     {"layernorm bare", TILE_NORM_LAYER, NO_S | PAD, 0.0f, 0},
     {"rmsnorm", TILE_NORM_RMS, NO_S | WEIGHT | RSTD | PAD, 0.0f, 0},
-    {"residual dropout p=0.1", TILE_NORM_NONE, RES | BIAS | MASK, 0.1f, 1},
+    {"residual dropout p=0.1", TILE_NORM_NONE, RES | BIAS | MASK, 0.1f, 3},
+    {"residual add p=0", TILE_NORM_NONE, RES | BIAS | PAD, 0.0f, 3},
     {"residual add p=0 in place", TILE_NORM_NONE, RES | MASK | PAD | IN_PLACE, 0.0f, 0},
     {"dropout p=0.1", TILE_NORM_NONE, MASK | PAD, 0.1f, 0},
 };
 #define NCONFIGS ((int)(sizeof configs / sizeof *configs))
 
 /* The wide shapes take fewer configurations (norm_config.wide): their reference and comparison
- * dominate the run time. */
+ * dominate the run time. Class 3, norm-less calls alone: several rows of several column tiles,
+ * the last one ragged (the pointwise variants' programs over rows x column tiles). */
 static const struct {
     int64_t rows, cols;
     int wide;
 } shapes[] = {
-    {1, 1, 0}, {3, 17, 0}, {97, 781, 0}, {1823, 781, 1}, {64, 65536, 2},
+    {1, 1, 0}, {3, 17, 0}, {97, 781, 0}, {1823, 781, 1}, {64, 65536, 2}, {7, 20001, 3},
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof *shapes))
 

@@ -573,7 +573,7 @@ static void test_tuned_table(void **state) {
         const int64_t rows = 1LL << e->rows_log2, cols = tuning_cols_of_step(e->cols_step);
         tile_problem p = {.op = v->op, .dtype = e->dtype, .rows = rows, .cols = cols, .align = 16,
                           .arch = e->arch, .smem_limit = tile_arch_smem_limit(e->arch),
-                          .features = v->features};
+                          .features = v->features, .pointwise = table_op != NULL};
         if (!tile_variant_eligible(v, &p, NULL)) continue;
         /* dropout variants (and every residual_dropout entry) through their own call; lines
          * kept to one memory bandwidth (sm_90@GBPS) on a device of it, which explain for a

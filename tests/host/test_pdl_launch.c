@@ -382,10 +382,11 @@ static void test_norm(void **state) {
         tile_variant_info v;
         FOR_VARIANTS(i, "norm", dtypes[t], v) {
             const tile_variant_info *info = &v;
-            const int64_t cols = v.max_cols ? v.max_cols : COLS;
-            const int dropout = param(info, "DROPOUT") == 1, lean = param(info, "LEAN") == 1;
-            /* pointwise: a program a tile of a row (BLOCK_N columns), norm-less calls alone */
+            /* pointwise: a program a tile of a row (BLOCK_N columns), norm-less calls alone;
+             * rows of 3 tiles of the widest and a ragged fourth, so every tile count differs */
             const int pointwise = param(info, "POINTWISE") == 1;
+            const int64_t cols = pointwise ? 3 * 8192 + 8 : v.max_cols ? v.max_cols : COLS;
+            const int dropout = param(info, "DROPOUT") == 1, lean = param(info, "LEAN") == 1;
             const int64_t programs = ceil_div(ROWS, param(info, "ROWS")) *
                                      (pointwise ? ceil_div(cols, param(info, "BLOCK_N")) : 1);
             const tile_add_norm_args base = {
@@ -395,11 +396,12 @@ static void test_norm(void **state) {
                 const char *what;
                 tile_add_norm_args args;
                 int optional_inputs, needs_dropout;
-            } calls[4] = {
+            } calls[5] = {
                 {"LayerNorm of x", base, 0, 0},
                 {"RMSNorm of residual + x + bias", base, 1, 0},
                 {"LayerNorm of residual + dropout(x)", base, 1, 1},
                 {"residual + dropout(x + bias)", base, 1, 1},
+                {"residual + x + bias", base, 1, 0},
             };
             tile_add_norm_args *a = &calls[0].args;
             a->norm = TILE_NORM_LAYER, a->y = DEV(Y), a->ld_y = cols;
@@ -417,8 +419,11 @@ static void test_norm(void **state) {
             a = &calls[3].args;
             a->norm = TILE_NORM_NONE, a->s = DEV(S), a->ld_s = cols, a->residual = DEV(RESIDUAL);
             a->ld_residual = cols, a->bias = DEV(BIAS), a->p = 0.1f, a->mask = DEV(MASK);
+            a = &calls[4].args;
+            a->norm = TILE_NORM_NONE, a->s = DEV(S), a->ld_s = cols, a->residual = DEV(RESIDUAL);
+            a->ld_residual = cols, a->bias = DEV(BIAS);
             int launches = 0, refused = 0;
-            for (int c = 0; c < 4; c++) {
+            for (int c = 0; c < 5; c++) {
                 const int lacks = (calls[c].optional_inputs && lean) ||
                                   (calls[c].needs_dropout && !dropout) ||
                                   (pointwise && calls[c].args.norm != TILE_NORM_NONE);
