@@ -188,10 +188,13 @@ int64_t tile_variant_param(const tile_variant *v, const char *key) {
     return 0;
 }
 
+/* The programs a row of `cols` columns takes: its column tiles where v splits rows, else 1. */
+static int64_t row_column_tiles(const tile_variant *v, int64_t cols) {
+    return v->column_tile ? (cols + v->column_tile - 1) / v->column_tile : 1;
+}
+
 int64_t tile_row_programs(const tile_variant *v, int64_t rows, int64_t cols) {
-    const int64_t row_blocks = (rows + v->rows_per_program - 1) / v->rows_per_program;
-    return v->column_tile ? row_blocks * ((cols + v->column_tile - 1) / v->column_tile)
-                          : row_blocks;
+    return (rows + v->rows_per_program - 1) / v->rows_per_program * row_column_tiles(v, cols);
 }
 
 void tile_problem_on_device(tile_problem *p, const tile_device *device) {
@@ -283,8 +286,7 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
     int64_t programs;
     if (v->column_tile) {
         /* One pass over column tiles: lanes past the row's last tile are wasted work. */
-        const int64_t tiles = (p->cols + v->column_tile - 1) / v->column_tile;
-        cost = (double)(tiles * v->column_tile) / (double)p->cols;
+        cost = (double)(row_column_tiles(v, p->cols) * v->column_tile) / (double)p->cols;
         programs = tile_row_programs(v, p->rows, p->cols);
     } else if (v->max_cols) {
         /* One pass: lanes beyond cols are wasted work; clusters cost a little sync. */
