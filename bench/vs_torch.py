@@ -57,8 +57,10 @@ backend's time / ours, vs flash = FLASH_ATTENTION's / ours. Checks: every provid
 32 query rows (16 of the first and of the last (batch, head)) against float64, and ours against
 SDPA's whole output (FLASH_ATTENTION's, else the first backend that ran); ours fails the run
 (exit 1) above a max abs error of 2e-2 in bf16, 5e-3 in fp16. After the checks each provider
-is timed in 5 rounds over all of them, the order rotated a round, and its median over the
-rounds reported (as for grouped matmul, below). Usage:
+is timed in 3 rounds over all of them, the order rotated a round, and its median over the
+rounds reported (as for grouped matmul, below). A round times a provider at a steady state:
+0.5 s of launches back to back untimed, then 20 batches of about 20 ms with no idle gap (the
+median batch), as a sustained workload runs at the GPU's power limit. Usage:
 
   python3 bench/vs_torch.py [--lib build/libfusedops.so] [--out DIR] [--json PATH]
                             [--dtypes bf16,f32] [--ops softmax,layernorm,...] [--shapes RxC,...]
@@ -78,10 +80,10 @@ numbers as support_skewed_group_ends, so bench_grouped_matmul and `fusedops benc
 grouped_matmul` route the same shape the same way), shared by every provider. Inputs: a uniform
 in [-1, 1), b uniform in [-1, 1) * sqrt(3 / K) (entries of C of about unit size). TFLOP/s counts
 2 * total_m * N * K; vs best = the fastest of torch._grouped_mm and the loop, its ms / ours;
-vs dense = the dense mm's ms / ours. Each provider is timed in 5 rounds over all of them (the
-order rotated a round) and its median over the rounds reported: the GPU reaches its power
-limit within a second of these products, so whoever always ran first from idle would gain the
-clock. Checks before timing: ours against float64 on 16 rows (the
+vs dense = the dense mm's ms / ours. Each provider is timed in 3 rounds over all of them (the
+order rotated a round), each at a steady state as for attention, and its median over the
+rounds reported: the GPU reaches its power limit within a second of these products, so
+whoever always ran first from idle would gain the clock. Checks before timing: ours against float64 on 16 rows (the
 first and last of the first and last non-empty groups among them), and the providers' whole
 outputs against ours, within |diff| <= atol + rtol |ref| (bf16 2e-2 + 1.6e-2, f16 5e-3 + 2e-3);
 ours failing fails the run (exit 1). A provider that raises (torch._grouped_mm needs a recent
@@ -149,8 +151,13 @@ GMM_ALPHA, GMM_SEED = 1.0, 7  # the routing draw, as bench_grouped_matmul.cc's k
 GMM_TOL = {"bf16": (2e-2, 1.6e-2), "f16": (5e-3, 2e-3)}  # (atol, rtol) of C
 GMM_REPS = 10
 GMM_PEERS = ("grouped_mm", "mm_loop", "dense_mm")
-COMPUTE_ROUNDS = 5  # attention and grouped matmul: timing rounds over the providers, each
+COMPUTE_ROUNDS = 3  # attention and grouped matmul: timing rounds over the providers, each
                     # one's median reported (record_in_rounds)
+# attention and grouped matmul are timed at a steady state (Timer.steady_per_launch_ms): launches
+# back to back for STEADY_WARMUP_MS untimed, then STEADY_BATCHES batches of about STEADY_BATCH_MS
+# with no idle gap, as the GPU runs a sustained workload at its power limit (perf-notes,
+# twenty-fifth session: a batch after an idle gap runs above that limit).
+STEADY_WARMUP_MS, STEADY_BATCH_MS, STEADY_BATCHES = 500.0, 20.0, 20
 
 
 def family(op):
@@ -569,6 +576,33 @@ class Timer:
             times.append(self.start.elapsed_time(self.stop) / batch)
         return statistics.median(times)
 
+    def steady_per_launch_ms(self, launch, copies, batch):
+        """Time per launch at a steady state: one timed batch of `batch` launches sizes the
+        batches; launches then run back to back, STEADY_WARMUP_MS of them untimed and
+        STEADY_BATCHES batches of about STEADY_BATCH_MS between events, with no host
+        synchronization (so no idle gap) until the last. Median of batch time / launches."""
+        torch.cuda.synchronize()
+        self.start.record()
+        for i in range(batch):
+            launch(i % copies)
+        self.stop.record()
+        self.stop.synchronize()
+        per = max(self.start.elapsed_time(self.stop) / batch, 1e-3)
+        n = max(1, round(STEADY_BATCH_MS / per))
+        k = 0
+        for _ in range(max(1, round(STEADY_WARMUP_MS / per))):
+            launch(k % copies)
+            k += 1
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(STEADY_BATCHES + 1)]
+        events[0].record()
+        for e in events[1:]:
+            for _ in range(n):
+                launch(k % copies)
+                k += 1
+            e.record()
+        events[-1].synchronize()
+        return statistics.median(a.elapsed_time(b) / n for a, b in zip(events, events[1:]))
+
 
 def record_in_rounds(res, record, timer, timed, extras, copies, batch, rounds=COMPUTE_ROUNDS):
     """Times the providers of `timed` (name -> launch(i)) once a round, the order rotated a
@@ -584,7 +618,7 @@ def record_in_rounds(res, record, timer, timed, extras, copies, batch, rounds=CO
             if name in failed:
                 continue
             try:
-                times[name].append(timer.per_launch_ms(timed[name], copies, batch))
+                times[name].append(timer.steady_per_launch_ms(timed[name], copies, batch))
             except Exception as e:  # noqa: BLE001 - reported as that provider's error
                 failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
     for name in names:

@@ -738,12 +738,22 @@ static tile_status explain_rowwise_op(cli_op op, tile_dtype dtype, int64_t rows,
     return tile_add_norm_explain(&n, arch, d);
 }
 
+/* `bench attention` and `bench grouped_matmul` time the GPU at a steady state: batches of about
+ * 20 ms back to back, after about 0.5 s of untimed ones. Tensor-core products bring a GPU to
+ * its power limit within a second, and its clock falls there. Batches of 1 ms with a host
+ * synchronization between them leave it idle part of the time, below that limit: they timed
+ * our attention 10-12% faster on an H100 than sustained launches do (perf-notes M1). */
+#define SUSTAINED_BATCH_MS 20.0
+#define SUSTAINED_WARMUP_MS 500.0
+
 /* Median over `repeats` batches of the time per launch, each batch `batch` back-to-back
- * launches between two events (launch gaps amortized). variant -1: the dispatcher; -2: a
- * device-to-device copy of one tensor's bytes (the bandwidth ceiling). Returns 0 or the status. */
+ * launches between two events (launch gaps amortized), at most about `batch_ms` long. With
+ * batch_ms above 1 (SUSTAINED_BATCH_MS), untimed batches run for about SUSTAINED_WARMUP_MS
+ * first. variant -1: the dispatcher; -2: a device-to-device copy of one tensor's bytes (the
+ * bandwidth ceiling). Returns 0 or the status. */
 static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                            int32_t variant, tile_dtype dtype, int64_t rows, int64_t cols,
-                           int batch, int repeats, double *median_ms) {
+                           int batch, int repeats, double batch_ms, double *median_ms) {
     const tile_driver *d = gpu->drv;
     CUevent start, stop;
     SUPPORT_CHECK(gpu, d->cuEventCreate(&start, CU_EVENT_DEFAULT));
@@ -753,7 +763,7 @@ static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_o
     tile_status s = TILE_STATUS_SUCCESS;
     int launch = 0;
     /* A probe first: one launch to warm up (module load), then one timed; the batch shrinks
-     * to about 1 ms at the probe's rate. The callers' batch assumes a variant near the
+     * to about batch_ms at the probe's rate. The callers' batch assumes a variant near the
      * ceiling; a slow one (a wide tile on narrow rows) would otherwise run for seconds. */
     for (int probe = 0; probe < 2 && batch > 1 && variant != -2 && s == TILE_STATUS_SUCCESS;
          probe++, launch++) {
@@ -763,9 +773,10 @@ static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_o
         SUPPORT_CHECK(gpu, d->cuEventSynchronize(stop));
         float ms;
         SUPPORT_CHECK(gpu, d->cuEventElapsedTime(&ms, start, stop));
-        if (probe == 1 && ms > 0 && batch > 1.0 / ms) batch = 1.0 / ms < 1 ? 1 : (int)(1.0 / ms);
+        if (probe == 1 && ms > 0 && batch > batch_ms / ms) batch = batch_ms / ms < 1 ? 1 : (int)(batch_ms / ms);
     }
-    for (int r = -1; r < repeats && s == TILE_STATUS_SUCCESS; r++) { /* r == -1: warm-up */
+    const int warmups = batch_ms > 1.0 ? (int)(SUSTAINED_WARMUP_MS / batch_ms) + 1 : 1;
+    for (int r = -warmups; r < repeats && s == TILE_STATUS_SUCCESS; r++) { /* r < 0: warm-up */
         SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
         for (int k = 0; k < batch && s == TILE_STATUS_SUCCESS; k++, launch++) {
             if (variant == -2)
@@ -802,16 +813,17 @@ static int batch_for_flops(double flops) {
     return est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
 }
 
+
 /* The compute-bound ops (attention, grouped matmul; b holds the call's args): the median time
  * per launch over batches of batch_for_flops (inputs not rotated), and the name of the variant
  * that ran: --variant's, or the one dispatch picks. A failing call prints its status and gives
  * EXIT_CHECK_FAILED, else 0. */
 static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                            const options *o, double flops, double *ms, const char **name) {
-    const int batch = batch_for_flops(flops);
+    const int batch = (int)(SUSTAINED_BATCH_MS * batch_for_flops(flops));
     const int32_t variant = o->variant ? tile_variant_find(o->variant) : -1;
     const tile_status s = time_op(gpu, b, op, variant, (tile_dtype)o->dtype, 0, 0, batch,
-                                  o->iters < 64 ? o->iters : 64, ms);
+                                  o->iters < 64 ? o->iters : 64, SUSTAINED_BATCH_MS, ms);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;
@@ -964,12 +976,12 @@ static int cmd_bench(int argc, char **argv) {
     const int tensors = op_info[op].tensors_read + op_info[op].tensors_written;
     const int batch = batch_for(b.bytes * (size_t)tensors / 2), repeats = o.iters < 64 ? o.iters : 64;
     double ms, copy_ms;
-    tile_status s = time_op(&gpu, &b, (cli_op)op, variant, dtype, o.rows, o.cols, batch, repeats, &ms);
+    tile_status s = time_op(&gpu, &b, (cli_op)op, variant, dtype, o.rows, o.cols, batch, repeats, 1.0, &ms);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;
     }
-    time_op(&gpu, &b, (cli_op)op, -2, dtype, o.rows, o.cols, batch, repeats, &copy_ms);
+    time_op(&gpu, &b, (cli_op)op, -2, dtype, o.rows, o.cols, batch, repeats, 1.0, &copy_ms);
     const char *name = o.variant;
     tile_decision dec = {.struct_size = sizeof dec};
     tile_variant_info info = {.struct_size = sizeof info};
@@ -1049,7 +1061,7 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         const int32_t twin = lean_twin_for(op, v, &info, cols);
         const int32_t run = twin >= 0 ? twin : v;
         double ms;
-        if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, &ms) != TILE_STATUS_SUCCESS)
+        if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, 1.0, &ms) != TILE_STATUS_SUCCESS)
             continue;
         t->variant[t->count] = v;
         t->timed[t->count] = run;
@@ -1171,12 +1183,12 @@ static verify_times verify_dispatch(const support_gpu *gpu, const bench_buffers 
     if (best < 0) return vt;
     double picked[3], fastest[3];
     for (int round = 0; round < 3; round++) {
-        vt.dispatched = time_op(gpu, b, op, -1, dtype, rows, cols, batch, 5, &picked[round]);
+        vt.dispatched = time_op(gpu, b, op, -1, dtype, rows, cols, batch, 5, 1.0, &picked[round]);
         if (vt.dispatched != TILE_STATUS_SUCCESS) {
             snprintf(vt.why, sizeof vt.why, "%s", tile_last_error());
             return vt;
         }
-        if (time_op(gpu, b, op, t->timed[best], dtype, rows, cols, batch, 5, &fastest[round]))
+        if (time_op(gpu, b, op, t->timed[best], dtype, rows, cols, batch, 5, 1.0, &fastest[round]))
             fastest[round] = t->ms[best];
     }
     qsort(picked, 3, sizeof *picked, compare_double);
