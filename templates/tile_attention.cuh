@@ -547,6 +547,7 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_
     const unsigned char *q =
         reinterpret_cast<const unsigned char *>(q_tile) + L::consumer_wg() * 64 * 128;
     const unsigned char *kt = reinterpret_cast<const unsigned char *>(k_tile);
+    const uint64_t qd = wg_desc(q, 16, 1024), kd = wg_desc(kt, 16, 1024);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
@@ -554,8 +555,8 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_
         const uint32_t ko = (kk >> 2) * L::BLOCK_N * 128 + (kk & 3) * 32;
         // the first k-step only writes S: its old values are dead before the products, so
         // ptxas need not keep them (and P's registers) alive beside the new scores
-        if (kk == 0) wgmma_op<T, L::BLOCK_N>::zs(&S.s[0][0][0], wg_desc(q + qo, 16, 1024), wg_desc(kt + ko, 16, 1024));
-        else wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc(q + qo, 16, 1024), wg_desc(kt + ko, 16, 1024), 1);
+        if (kk == 0) wgmma_op<T, L::BLOCK_N>::zs(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko));
+        else wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko), 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
@@ -601,12 +602,12 @@ __device__ __forceinline__ void wg_pv_issue(const p_operand<L> &pa, state<L> &st
     // every operand register is written before the fence: none changes while products run
     // (no operand fence on the output here: an empty asm "defining" the accumulators while the
     // scores' products run makes ptxas serialize the warpgroup's products, C7515)
+    const uint64_t vd = wg_desc(vt, L::BLOCK_N * 128, 1024);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::BLOCK_N / 16; kk++) {
         // 16 key rows a step; the head's 64-column blocks lie BLOCK_N * 128 bytes apart
-        wgmma_op<T, L::HEAD_DIM>::rs(&st.o[0][0][0], pa.a[kk],
-                                     wg_desc(vt + kk * 16 * 128, L::BLOCK_N * 128, 1024));
+        wgmma_op<T, L::HEAD_DIM>::rs(&st.o[0][0][0], pa.a[kk], wg_desc_at(vd, kk * 16 * 128));
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else

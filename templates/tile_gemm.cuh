@@ -285,15 +285,16 @@ __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L,
 #if TILE_HAS_WGMMA
     const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + L::a_offset();
     const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage));
+    const uint64_t ad = wg_desc(as, 16, 1024);
+    const uint64_t bd = B_KMAJOR ? wg_desc(bs, 16, 1024) : wg_desc(bs, L::BK * 128, 1024);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::BK / 16; kk++) {
-        const uint64_t da = wg_desc(as + kk * 32, 16, 1024);
+        const uint64_t da = wg_desc_at(ad, kk * 32);
         if (B_KMAJOR) // [BN rows][64 k], like A
-            wgmma_op<T, L::WG_COLS>::template ss<0>(&c.d[0][0][0], da, wg_desc(bs + kk * 32, 16, 1024), 1);
+            wgmma_op<T, L::WG_COLS>::template ss<0>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 32), 1);
         else          // [64 k rows][BN] in 64-column blocks of 64 rows each
-            wgmma_op<T, L::WG_COLS>::template ss<1>(&c.d[0][0][0], da,
-                                               wg_desc(bs + kk * 16 * 128, L::BK * 128, 1024), 1);
+            wgmma_op<T, L::WG_COLS>::template ss<1>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 16 * 128), 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
