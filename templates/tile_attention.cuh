@@ -286,23 +286,26 @@ __device__ __forceinline__ void qk(scores<L> &S, const q_frags<L> &q, const T *q
     }
 }
 
-// Scores outside the sequence or above the causal diagonal become -inf.
+// Scores outside the sequence or above the causal diagonal become -inf. A row sees keys up to
+// min(seq_k - 1, row + diagonal if causal): one comparison an element against that limit, taken
+// relative to the thread's first column of the tile (perf-notes A26).
 template <typename L>
 __device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, int32_t causal) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
 #pragma unroll
-    for (int f = 0; f < L::MF; f++) {
-        const int32_t row0 = k.m0 + fragment_row<L>(f) + g;
+    for (int f = 0; f < L::MF; f++)
 #pragma unroll
-        for (int j = 0; j < L::N_TILES; j++)
+        for (int r = 0; r < 2; r++) {
+            const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
+            int32_t last = k.seq_k - 1;
+            if (causal && row + k.diagonal < last) last = row + k.diagonal;
+            const int32_t limit = last - n * L::BLOCK_N - 2 * t; // key j * 8 + e of the thread
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int32_t key = n * L::BLOCK_N + j * 8 + 2 * t + (e & 1);
-                const int32_t row = row0 + (e >> 1) * 8;
-                const bool out = key >= k.seq_k || (causal && key > row + k.diagonal);
-                if (out) S.s[f][j][e] = -__builtin_huge_valf();
-            }
-    }
+            for (int j = 0; j < L::N_TILES; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    if (j * 8 + e > limit) S.s[f][j][2 * r + e] = -__builtin_huge_valf();
+        }
 }
 
 // One row's running max after a key tile whose scores' max over this thread's columns is
