@@ -813,11 +813,10 @@ static int batch_for_flops(double flops) {
     return est_ms >= 1.0 ? 1 : est_ms < 0.005 ? 200 : (int)(1.0 / est_ms);
 }
 
-
 /* The compute-bound ops (attention, grouped matmul; b holds the call's args): the median time
- * per launch over batches of batch_for_flops (inputs not rotated), and the name of the variant
- * that ran: --variant's, or the one dispatch picks. A failing call prints its status and gives
- * EXIT_CHECK_FAILED, else 0. */
+ * per launch at a steady state (batches of about SUSTAINED_BATCH_MS after SUSTAINED_WARMUP_MS
+ * of untimed ones; inputs not rotated), and the name of the variant that ran: --variant's, or
+ * the one dispatch picks. A failing call prints its status and gives EXIT_CHECK_FAILED, else 0. */
 static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                            const options *o, double flops, double *ms, const char **name) {
     const int batch = (int)(SUSTAINED_BATCH_MS * batch_for_flops(flops));
