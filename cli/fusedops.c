@@ -764,8 +764,10 @@ static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_o
     int launch = 0;
     /* A probe first: one launch to warm up (module load), then one timed; the batch shrinks
      * to about batch_ms at the probe's rate. The callers' batch assumes a variant near the
-     * ceiling; a slow one (a wide tile on narrow rows) would otherwise run for seconds. */
-    for (int probe = 0; probe < 2 && batch > 1 && variant != -2 && s == TILE_STATUS_SUCCESS;
+     * ceiling; a slow one (a wide tile on narrow rows) would otherwise run for seconds. A
+     * steady-state batch (batch_ms above 1) is set to about batch_ms either way. */
+    const int sustained = batch_ms > 1.0;
+    for (int probe = 0; probe < 2 && (batch > 1 || sustained) && variant != -2 && s == TILE_STATUS_SUCCESS;
          probe++, launch++) {
         SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
         s = launch_op(op, variant, dtype, b, launch, rows, cols);
@@ -773,9 +775,10 @@ static tile_status time_op(const support_gpu *gpu, const bench_buffers *b, cli_o
         SUPPORT_CHECK(gpu, d->cuEventSynchronize(stop));
         float ms;
         SUPPORT_CHECK(gpu, d->cuEventElapsedTime(&ms, start, stop));
-        if (probe == 1 && ms > 0 && batch > batch_ms / ms) batch = batch_ms / ms < 1 ? 1 : (int)(batch_ms / ms);
+        if (probe == 1 && ms > 0 && (sustained || batch > batch_ms / ms))
+            batch = batch_ms / ms < 1 ? 1 : (int)(batch_ms / ms);
     }
-    const int warmups = batch_ms > 1.0 ? (int)(SUSTAINED_WARMUP_MS / batch_ms) + 1 : 1;
+    const int warmups = sustained ? (int)(SUSTAINED_WARMUP_MS / batch_ms) + 1 : 1;
     for (int r = -warmups; r < repeats && s == TILE_STATUS_SUCCESS; r++) { /* r < 0: warm-up */
         SUPPORT_CHECK(gpu, d->cuEventRecord(start, NULL));
         for (int k = 0; k < batch && s == TILE_STATUS_SUCCESS; k++, launch++) {
@@ -819,7 +822,7 @@ static int batch_for_flops(double flops) {
  * the one dispatch picks. A failing call prints its status and gives EXIT_CHECK_FAILED, else 0. */
 static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                            const options *o, double flops, double *ms, const char **name) {
-    const int batch = (int)(SUSTAINED_BATCH_MS * batch_for_flops(flops));
+    const int batch = batch_for_flops(flops); /* the probe resizes it to SUSTAINED_BATCH_MS */
     const int32_t variant = o->variant ? tile_variant_find(o->variant) : -1;
     const tile_status s = time_op(gpu, b, op, variant, (tile_dtype)o->dtype, 0, 0, batch,
                                   o->iters < 64 ? o->iters : 64, SUSTAINED_BATCH_MS, ms);
