@@ -182,6 +182,10 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .k = (int32_t)a->k,
         .groups = a->groups,
         .b_kmajor = kmajor,
+        /* Half tiles run faster than full ones and put their program out of step with the
+         * others, which costs the L2 sharing of B between a group's row tiles (perf-notes
+         * G10); where groups average at most a row tile there is little of that to lose. */
+        .half_tiles = a->total_m <= (int64_t)a->groups * v->rows_per_program,
     };
     if (tile_variant_uses_tensor_maps(v)) {
         tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);

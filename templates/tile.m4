@@ -423,9 +423,10 @@ static_assert($1::BM == BLOCK_M && $1::PROGRAM_THREADS == THREADS, "the grid's t
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the stages")|>)
 # TILE_GEMM_TILES(tiles, L): STAGES buffers of an A k-tile and a B k-tile in shared memory.
 m4_define(<|TILE_GEMM_TILES|>, <|const auto $1 = tile::gemm::shared_tiles<$2, T>()|>)
-# TILE_GEMM_SCHEDULER(sched, L, a): sched walks the C tiles of every group (tile numbers
-# blockIdx.x, + gridDim.x, ...). TILE_FOR_GEMM_TILES(pos, sched, L, a) ... TILE_END_FOR: pos
-# takes each of this program's tiles: pos.group, rows [pos.row0, pos.row_end), pos.col0.
+# TILE_GEMM_SCHEDULER(sched, L, a): sched walks the C tiles of every group (units of work
+# blockIdx.x, + gridDim.x, ...; a unit is a tile, or two half tiles on warp-specialized
+# layouts). TILE_FOR_GEMM_TILES(pos, sched, L, a) ... TILE_END_FOR: pos takes each of this
+# program's tiles: pos.group, rows [pos.row0, pos.row_end), pos.col0.
 m4_define(<|TILE_GEMM_SCHEDULER|>, <|TILE_ARGS(<|TILE_GEMM_SCHEDULER|>, <|$3|>, 3)m4_dnl
 tile::gemm::scheduler $1 = tile::gemm::scheduler_init<$2>($3)|>)
 m4_define(<|TILE_FOR_GEMM_TILES|>, <|TILE_ARGS(<|TILE_FOR_GEMM_TILES|>, <|$4|>, 4)m4_dnl
@@ -466,11 +467,16 @@ m4_define(<|TILE_PRODUCER_REGISTERS|>, <|tile::warpgroup_registers_release<$1::P
 m4_define(<|TILE_CONSUMER_REGISTERS|>, <|tile::warpgroup_registers_claim<$1::CONSUMER_REGS>()|>)
 # TILE_GEMM_PRODUCE(pipe, tiles, a, pos, kt): wait for a free stage, then copy k-tile kt of the
 # tile at pos into it (tensor maps a.a_map, a.b_map; zeros outside the tensors).
-# TILE_GEMM_CONSUME(pipe, acc, tiles, b_kmajor, held): wait for the next stage, start
-# acc += A B from it, hand back the stage of the product before (held: the stage in use).
+# TILE_GEMM_HALF_TILE(L, a, pos): whether the tile is a half tile (64 rows or fewer, on a layout
+# of 256-column consumers, where the host asks for them: a.half_tiles): each consumer then takes
+# the 64 rows by half the columns.
+# TILE_GEMM_CONSUME(pipe, acc, tiles, b_kmajor, half, held): wait for the next stage, start
+# acc += A B from it (half: the tile's 64 rows by the consumer's half of the columns), hand back
+# the stage of the product before (held: the stage in use).
 # TILE_GEMM_CONSUME_FINISH(pipe, acc, held): wait for the last product, hand back its stage.
 m4_define(<|TILE_GEMM_PRODUCE|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCE|>, <|$5|>, 5)tile::gemm::produce_k_tile($1, $2, $3, $4, $5)|>)
-m4_define(<|TILE_GEMM_CONSUME|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME|>, <|$5|>, 5)tile::gemm::consume_k_tile($1, $2, $3, $4, $5)|>)
+m4_define(<|TILE_GEMM_HALF_TILE|>, <|TILE_ARGS(<|TILE_GEMM_HALF_TILE|>, <|$3|>, 3)tile::gemm::is_half_tile<$1>($2, $3)|>)
+m4_define(<|TILE_GEMM_CONSUME|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME|>, <|$6|>, 6)tile::gemm::consume_k_tile($1, $2, $3, $4, $5, $6)|>)
 m4_define(<|TILE_GEMM_CONSUME_FINISH|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME_FINISH|>, <|$3|>, 3)tile::gemm::consume_finish($1, $2, $3)|>)
 
 m4_changecom()m4_divert(0)m4_dnl

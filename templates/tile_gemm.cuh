@@ -36,6 +36,7 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> st
     static constexpr int STAGE_BYTES = (A_ELEMS + B_ELEMS) * 2;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
     static constexpr bool WGMMA = false;
+    static constexpr bool HALF_TILES = false; // every warp holds rows of every tile
     __device__ static int warp_row0() { return (threadIdx.x / 32 / WARPS_N) * WTM; }
     __device__ static int warp_col0() { return (threadIdx.x / 32 % WARPS_N) * WTN; }
     static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "whole fragments");
@@ -60,6 +61,9 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int STAGING_BYTES = 64 * 128 * 2;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
     static constexpr bool WGMMA = true;
+    // A tile of 64 rows or fewer (a half tile) may be split by columns: each consumer multiplies
+    // the 64 rows by half the columns (wgmma N of 128), not 64 rows of the next group's data.
+    static constexpr bool HALF_TILES = WG_COLS == 256;
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
     __device__ static int warp_row0() { return (threadIdx.x / 32 - 4) * 16; }
     __device__ static int warp_col0() { return 0; }
@@ -172,6 +176,16 @@ __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_ker
     return true;
 }
 
+// Whether the tile at pos is a half tile (L::HALF_TILES, a.half_tiles; its rows lie in the first
+// 64): the consumers then split its columns instead of its rows. It takes less time than a full
+// tile, so the programs that take one fall out of step with the others; the host asks for half
+// tiles only where the groups average at most a row tile, whose programs share no B in L2
+// (perf-notes G10).
+template <typename L>
+__device__ __forceinline__ bool is_half_tile(const tile_gemm_kernel_args &a, const tile_pos &pos) {
+    return L::HALF_TILES && a.half_tiles && pos.row_end - pos.row0 <= L::BM / 2;
+}
+
 // ------------------------------------------------------------------------------ tiles
 template <typename L, typename T> struct smem_tiles {
     unsigned char *base; // STAGES stages of [A tile | B tile]
@@ -279,12 +293,16 @@ __device__ __forceinline__ void mma_k_tile(accumulator<L> &c, const smem_tiles<L
 }
 
 // wgmma: issues acc += A_kt B_kt for the warpgroup's 64 rows as one committed group (B K-major
-// or N-major through the descriptor's transpose bit), from stage `stage`.
-template <typename L, typename T, bool B_KMAJOR>
+// or N-major through the descriptor's transpose bit), from stage `stage`; in a half tile (HALF),
+// for the tile's 64 rows and the warpgroup's half of the columns, into acc's first half.
+template <typename L, typename T, bool B_KMAJOR, bool HALF>
 __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage) {
 #if TILE_HAS_WGMMA
-    const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + L::a_offset();
-    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage));
+    constexpr int N = HALF ? L::WG_COLS / 2 : L::WG_COLS;
+    // B's column n lies n * 128 bytes in (K-major rows of 64 k; N-major 64-column blocks of
+    // 64 k-rows): a half's columns start N * 128 bytes in either way
+    const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + (HALF ? 0 : L::a_offset());
+    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage)) + (HALF ? L::consumer_wg() * N * 128 : 0);
     const uint64_t ad = wg_desc(as, 16, 1024);
     const uint64_t bd = B_KMAJOR ? wg_desc(bs, 16, 1024) : wg_desc(bs, L::BK * 128, 1024);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -292,9 +310,9 @@ __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L,
     for (int kk = 0; kk < L::BK / 16; kk++) {
         const uint64_t da = wg_desc_at(ad, kk * 32);
         if (B_KMAJOR) // [BN rows][64 k], like A
-            wgmma_op<T, L::WG_COLS>::template ss<0>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 32), 1);
+            wgmma_op<T, N>::template ss<0>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 32), 1);
         else          // [64 k rows][BN] in 64-column blocks of 64 rows each
-            wgmma_op<T, L::WG_COLS>::template ss<1>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 16 * 128), 1);
+            wgmma_op<T, N>::template ss<1>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 16 * 128), 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
@@ -355,14 +373,21 @@ __device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<
     p.advance();
 }
 
-// Consumers: wait for the next stage's copies, issue acc += A B from it, wait for the previous
-// product and hand its stage back (`held` is that stage, -1 for none).
+// Consumers: wait for the next stage's copies, issue acc += A B from it (a half tile: the
+// warpgroup's half of the columns), wait for the previous product and hand its stage back
+// (`held` is that stage, -1 for none).
 template <typename L, typename T>
 __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c,
-                                               const smem_tiles<L, T> &t, bool b_kmajor, int &held) {
+                                               const smem_tiles<L, T> &t, bool b_kmajor, bool half,
+                                               int &held) {
     mbarrier_wait(&p.full[p.stage], p.phase);
-    if (b_kmajor) wg_k_tile<L, T, true>(c, t, p.stage);
-    else wg_k_tile<L, T, false>(c, t, p.stage);
+    if (half) {
+        if (b_kmajor) wg_k_tile<L, T, true, true>(c, t, p.stage);
+        else wg_k_tile<L, T, false, true>(c, t, p.stage);
+    } else {
+        if (b_kmajor) wg_k_tile<L, T, true, false>(c, t, p.stage);
+        else wg_k_tile<L, T, false, false>(c, t, p.stage);
+    }
     wg_wait_groups<1>();
     if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
     held = p.stage;
@@ -429,16 +454,21 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
     const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
     const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
-    const int64_t row0 = pos.row0 + wg * 64;
+    // a half tile: the tile's 64 rows by the warpgroup's half of the columns, in WG_COLS / 128 passes
+    const bool half = is_half_tile<L>(a, pos);
+    const int64_t row0 = pos.row0 + (half ? 0 : wg * 64);
+    const int32_t cols0 = pos.col0 + (half ? wg * (L::WG_COLS / 2) : 0);
     const bool by_map = a.c_by_map && row0 + 64 <= pos.row_end;
     // stmatrix: matrix m = l / 8 is rows (m % 2) * 8 + [0, 8) of the warp's 16, chunk m / 2 of
     // the pair; lane l gives its row l % 8
     const int srow = wrow + (l & 7) + ((l >> 3) & 1) * 8, schunk = l >> 4;
-    static_assert(L::WG_COLS % 128 == 0, "an even number of passes: a tile's pass p takes slot p % 2");
+    static_assert(L::WG_COLS % 128 == 0 && (!L::HALF_TILES || L::WG_COLS % 256 == 0),
+                  "an even number of passes, half tiles too: a tile's pass p takes slot p % 2");
 #pragma unroll
     for (int pass = 0; pass < L::WG_COLS / 64; pass++) {
+        if (half && pass == L::WG_COLS / 128) break;
         unsigned char *slot = t.staging(wg) + (pass & 1) * (L::STAGING_BYTES / 2);
-        const int32_t col0 = pos.col0 + pass * 64;
+        const int32_t col0 = cols0 + pass * 64;
         // The copy out from this slot, two passes back, has read it (the latest, from the
         // other slot, may still run; a tile's last pass is always slot 1's). The threads'
         // copy out below writes without a bulk group: it waits for every one.

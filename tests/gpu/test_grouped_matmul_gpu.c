@@ -37,6 +37,11 @@ static const int32_t single_rows[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11
                                       12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
                                       23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 static const int32_t nothing[] = {0, 0, 0, 0};
+/* Groups whose last 128-row tile holds 64 rows or fewer: 40 rows (that tile only), 3 x 128 + 20,
+ * 20 x 128 + 60 (two bands of row tiles). They average more than a tile's rows, so the
+ * warp-specialized variants run those tiles whole; n 616 makes the column tiles odd in number
+ * (3 of 256, 5 of 128). */
+static const int32_t short_last_tiles[] = {40, 444, 3064};
 /* Not nondecreasing and past total_m (120): clamped to 50, 50, 100, 100, 100; rows 100 to 119
  * belong to no group. */
 static const int32_t unclamped[] = {50, 30, 100, 90, 100};
@@ -61,6 +66,10 @@ static const shape shapes[] = {
     {"k 100 n 50", 6, 150, 100, 50, NULL, 0, 1.0, 8},
     {"trailing rows untouched", 8, 500, 128, 256, NULL, 77, 1.0, 0},
     {"total_m 0", 4, 0, 64, 64, nothing, 0, 0, 0},
+    {"short last tiles in bands", 3, 3064, 96, 616, short_last_tiles, 0, 0, 0},
+    /* groups averaging 62 rows: the warp-specialized variants split tiles of 64 rows or fewer by
+     * columns (half tiles), over 3 or 5 column tiles */
+    {"half tiles", 16, 1000, 96, 616, NULL, 0, 1.0, 0},
 };
 static const shape large = {"large, sampled rows", 8, 4096, 1024, 2048, NULL, 0, 1.0, 0};
 static const shape clamped = {"offsets clamped", 5, 120, 64, 72, unclamped, 0, 0, 0};
