@@ -423,10 +423,9 @@ static_assert($1::BM == BLOCK_M && $1::PROGRAM_THREADS == THREADS, "the grid's t
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the stages")|>)
 # TILE_GEMM_TILES(tiles, L): STAGES buffers of an A k-tile and a B k-tile in shared memory.
 m4_define(<|TILE_GEMM_TILES|>, <|const auto $1 = tile::gemm::shared_tiles<$2, T>()|>)
-# TILE_GEMM_SCHEDULER(sched, L, a): sched walks the C tiles of every group (units of work
-# blockIdx.x, + gridDim.x, ...; a unit is a tile, or two half tiles on warp-specialized
-# layouts). TILE_FOR_GEMM_TILES(pos, sched, L, a) ... TILE_END_FOR: pos takes each of this
-# program's tiles: pos.group, rows [pos.row0, pos.row_end), pos.col0.
+# TILE_GEMM_SCHEDULER(sched, L, a): sched walks the C tiles of every group (tile numbers
+# blockIdx.x, + gridDim.x, ...). TILE_FOR_GEMM_TILES(pos, sched, L, a) ... TILE_END_FOR: pos
+# takes each of this program's tiles: pos.group, rows [pos.row0, pos.row_end), pos.col0.
 m4_define(<|TILE_GEMM_SCHEDULER|>, <|TILE_ARGS(<|TILE_GEMM_SCHEDULER|>, <|$3|>, 3)m4_dnl
 tile::gemm::scheduler $1 = tile::gemm::scheduler_init<$2>($3)|>)
 m4_define(<|TILE_FOR_GEMM_TILES|>, <|TILE_ARGS(<|TILE_FOR_GEMM_TILES|>, <|$4|>, 4)m4_dnl

@@ -299,8 +299,8 @@ template <typename L, typename T, bool B_KMAJOR, bool HALF>
 __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage) {
 #if TILE_HAS_WGMMA
     constexpr int N = HALF ? L::WG_COLS / 2 : L::WG_COLS;
-    // B's column n lies n * 128 bytes in (K-major rows of 64 k; N-major 64-column blocks of
-    // 64 k-rows): a half's columns start N * 128 bytes in either way
+    // a half's first column, N, starts N * 128 bytes into B's stage either way: K-major, rows
+    // of 64 k (128 bytes a column); N-major, 64-column blocks of 64 k-rows (8 KB a block)
     const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + (HALF ? 0 : L::a_offset());
     const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage)) + (HALF ? L::consumer_wg() * N * 128 : 0);
     const uint64_t ad = wg_desc(as, 16, 1024);

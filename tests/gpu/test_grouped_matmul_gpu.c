@@ -3,7 +3,10 @@
  * [groups, n, k], with and without bias, on: one group; 8 groups with one empty; 64 groups of
  * skewed sizes (Dirichlet, deterministic seed); groups of one row; k and n that are not
  * multiples of 64 (200 x 136, 8 x 8, and 100 x 50, not even multiples of 8); offsets whose last
- * end is below total_m; total_m = 0; strided (padded) rows; and a larger case (8 groups,
+ * end is below total_m; total_m = 0; strided (padded) rows; groups averaging under 128 rows,
+ * whose last tiles of 64 rows or fewer the 256-column Hopper variants split by columns (half
+ * tiles, some of exactly 64 rows); longer groups with short last tiles in two bands of row
+ * tiles; and a larger case (8 groups,
  * 4096 x 1024 x 2048) checked on sampled rows. The dispatcher also gets offsets that are not
  * nondecreasing or pass total_m (the kernels clamp them), and one call captured in a CUDA
  * graph and replayed.
@@ -42,6 +45,9 @@ static const int32_t nothing[] = {0, 0, 0, 0};
  * warp-specialized variants run those tiles whole; n 616 makes the column tiles odd in number
  * (3 of 256, 5 of 128). */
 static const int32_t short_last_tiles[] = {40, 444, 3064};
+/* Groups averaging under 128 rows whose half tiles hold exactly 64 rows (64, 128 + 64), which go
+ * out by C's tensor map, and one of 10 rows. */
+static const int32_t whole_half_tiles[] = {64, 256, 266};
 /* Not nondecreasing and past total_m (120): clamped to 50, 50, 100, 100, 100; rows 100 to 119
  * belong to no group. */
 static const int32_t unclamped[] = {50, 30, 100, 90, 100};
@@ -67,9 +73,10 @@ static const shape shapes[] = {
     {"trailing rows untouched", 8, 500, 128, 256, NULL, 77, 1.0, 0},
     {"total_m 0", 4, 0, 64, 64, nothing, 0, 0, 0},
     {"short last tiles in bands", 3, 3064, 96, 616, short_last_tiles, 0, 0, 0},
-    /* groups averaging 62 rows: the warp-specialized variants split tiles of 64 rows or fewer by
-     * columns (half tiles), over 3 or 5 column tiles */
+    /* groups averaging 62.5 rows: the 256-column warp-specialized variants split tiles of 64
+     * rows or fewer by columns (half tiles), over 3 column tiles */
     {"half tiles", 16, 1000, 96, 616, NULL, 0, 1.0, 0},
+    {"half tiles of 64 rows", 3, 266, 64, 616, whole_half_tiles, 0, 0, 0},
 };
 static const shape large = {"large, sampled rows", 8, 4096, 1024, 2048, NULL, 0, 1.0, 0};
 static const shape clamped = {"offsets clamped", 5, 120, 64, 72, unclamped, 0, 0, 0};
