@@ -738,8 +738,9 @@ static tile_status explain_rowwise_op(cli_op op, tile_dtype dtype, int64_t rows,
     return tile_add_norm_explain(&n, arch, d);
 }
 
-/* `bench attention` and `bench grouped_matmul` time the GPU at a steady state: batches of about
- * 20 ms back to back, after about 0.5 s of untimed ones. Tensor-core products bring a GPU to
+/* `bench attention`, `bench grouped_matmul` and `tune` of those ops time the GPU at a steady
+ * state: batches of about 20 ms back to back, after about 0.5 s of untimed ones. Tensor-core
+ * products bring a GPU to
  * its power limit within a second, and its clock falls there. Batches of 1 ms with a host
  * synchronization between them leave it idle part of the time, below that limit: they timed
  * our attention 10-12% faster on an H100 than sustained launches do (perf-notes M1). */
@@ -1042,12 +1043,13 @@ static int32_t lean_twin_for(cli_op op, int32_t v, const tile_variant_info *info
 /* Times every variant of op's registry op and `dtype` that can run on this GPU (arch range,
  * shared memory) and take `cols` columns (max_cols; attention's is HEAD_DIM), and whose params
  * hold `params` where that is not NULL, on b's problem: the median of 5 batches of `batch`
- * launches, after a warm-up batch. A variant whose call fails is skipped (a 128 KiB staged
+ * launches, after a warm-up batch (time_op's `batch_ms`: 1 ms batches for the row ops, the
+ * steady state for the compute-bound ones). A variant whose call fails is skipped (a 128 KiB staged
  * variant where a block gets 99 KiB, a tensor map the driver refuses). A general variant whose
  * lean twin takes the problem (a LayerNorm of rows of exactly its width) is timed
  * through the twin, which is what dispatch runs for such calls. */
 static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op op,
-                          tile_dtype dtype, int64_t rows, int64_t cols, int batch,
+                          tile_dtype dtype, int64_t rows, int64_t cols, int batch, double batch_ms,
                           const char *params, int32_t max_align, tune_times *t) {
     t->count = 0;
     for (int32_t v = 0; v < tile_variant_count() && t->count < TUNE_MAX_VARIANTS; v++) {
@@ -1063,7 +1065,7 @@ static void time_variants(const support_gpu *gpu, const bench_buffers *b, cli_op
         const int32_t twin = lean_twin_for(op, v, &info, cols);
         const int32_t run = twin >= 0 ? twin : v;
         double ms;
-        if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, 1.0, &ms) != TILE_STATUS_SUCCESS)
+        if (time_op(gpu, b, op, run, dtype, rows, cols, batch, 5, batch_ms, &ms) != TILE_STATUS_SUCCESS)
             continue;
         t->variant[t->count] = v;
         t->timed[t->count] = run;
@@ -1178,19 +1180,19 @@ static void tune_report(tune_run *r, cli_op op, tile_dtype dtype, const char *sh
  * reported beside it). */
 static verify_times verify_dispatch(const support_gpu *gpu, const bench_buffers *b, cli_op op,
                                     tile_dtype dtype, int64_t rows, int64_t cols, int batch,
-                                    const tune_times *t) {
+                                    double batch_ms, const tune_times *t) {
     verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
     int32_t best, second;
     fastest_within(t, 0, &best, &second);
     if (best < 0) return vt;
     double picked[3], fastest[3];
     for (int round = 0; round < 3; round++) {
-        vt.dispatched = time_op(gpu, b, op, -1, dtype, rows, cols, batch, 5, 1.0, &picked[round]);
+        vt.dispatched = time_op(gpu, b, op, -1, dtype, rows, cols, batch, 5, batch_ms, &picked[round]);
         if (vt.dispatched != TILE_STATUS_SUCCESS) {
             snprintf(vt.why, sizeof vt.why, "%s", tile_last_error());
             return vt;
         }
-        if (time_op(gpu, b, op, t->timed[best], dtype, rows, cols, batch, 5, 1.0, &fastest[round]))
+        if (time_op(gpu, b, op, t->timed[best], dtype, rows, cols, batch, 5, batch_ms, &fastest[round]))
             fastest[round] = t->ms[best];
     }
     qsort(picked, 3, sizeof *picked, compare_double);
@@ -1285,7 +1287,7 @@ static void tune_rowwise(tune_run *r, const tune_pass *passes, int npasses, int 
                 const cli_op pass_op = passes[pass].op;
                 const char *params = passes[pass].params;
                 tune_times t, narrow;
-                time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, 0, &t);
+                time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, 1.0, params, 0, &t);
                 verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
                 if (!r->verify) {
                     /* The alignment lines serve calls whose rows are not 16-byte aligned:
@@ -1294,11 +1296,11 @@ static void tune_rowwise(tune_run *r, const tune_pass *passes, int npasses, int 
                      * on aligned rows while a two-pass loop did not (docs/tuning.md). */
                     const int32_t elem = (int32_t)support_dtype_size(dtype);
                     b.shift = (size_t)elem;
-                    time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, params, elem,
+                    time_variants(r->gpu, &b, pass_op, dtype, rows, cols, batch, 1.0, params, elem,
                                   &narrow);
                     b.shift = 0;
                 } else {
-                    vt = verify_dispatch(r->gpu, &b, pass_op, dtype, rows, cols, batch, &t);
+                    vt = verify_dispatch(r->gpu, &b, pass_op, dtype, rows, cols, batch, 1.0, &t);
                     tile_decision d = {.struct_size = sizeof d};
                     if (explain_rowwise_op(pass_op, dtype, rows, cols, cols, cols, 256, 0, &d) ==
                         TILE_STATUS_SUCCESS)
@@ -1462,10 +1464,13 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
             compute_setup(r->gpu, op, dtype, shapes[i], p, &b);
             const int batch = batch_for_flops(p->flops);
             tune_times t;
-            time_variants(r->gpu, &b, op, dtype, p->rows, p->cols, batch, NULL, 0, &t);
+            /* at the steady state, as `bench` times these ops (perf-notes M1) */
+            time_variants(r->gpu, &b, op, dtype, p->rows, p->cols, batch, SUSTAINED_BATCH_MS, NULL,
+                          0, &t);
             verify_times vt = {TILE_STATUS_SUCCESS, 0, 0, NULL, ""};
             if (r->verify) {
-                vt = verify_dispatch(r->gpu, &b, op, dtype, p->rows, p->cols, batch, &t);
+                vt = verify_dispatch(r->gpu, &b, op, dtype, p->rows, p->cols, batch,
+                                     SUSTAINED_BATCH_MS, &t);
                 tile_decision d = {.struct_size = sizeof d};
                 if ((op == OP_ATTENTION ? tile_flash_attention_explain(b.attention, 0, &d)
                                         : tile_grouped_matmul_explain(b.grouped, 0, &d)) ==
