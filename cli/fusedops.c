@@ -740,10 +740,10 @@ static tile_status explain_rowwise_op(cli_op op, tile_dtype dtype, int64_t rows,
 
 /* `bench attention`, `bench grouped_matmul` and `tune` of those ops time the GPU at a steady
  * state: batches of about 20 ms back to back, after about 0.5 s of untimed ones. Tensor-core
- * products bring a GPU to
- * its power limit within a second, and its clock falls there. Batches of 1 ms with a host
- * synchronization between them leave it idle part of the time, below that limit: they timed
- * our attention 10-12% faster on an H100 than sustained launches do (perf-notes M1). */
+ * products bring a GPU to its power limit within a second, and its clock falls there. Batches
+ * of 1 ms with a host synchronization between them leave it idle part of the time, below that
+ * limit: they timed our attention 10-12% faster on an H100 than sustained launches do
+ * (perf-notes M1). */
 #define SUSTAINED_BATCH_MS 20.0
 #define SUSTAINED_WARMUP_MS 500.0
 
@@ -1043,8 +1043,8 @@ static int32_t lean_twin_for(cli_op op, int32_t v, const tile_variant_info *info
 /* Times every variant of op's registry op and `dtype` that can run on this GPU (arch range,
  * shared memory) and take `cols` columns (max_cols; attention's is HEAD_DIM), and whose params
  * hold `params` where that is not NULL, on b's problem: the median of 5 batches of `batch`
- * launches, after a warm-up batch (time_op's `batch_ms`: 1 ms batches for the row ops, the
- * steady state for the compute-bound ones). A variant whose call fails is skipped (a 128 KiB staged
+ * launches, after warm-up (time_op's `batch_ms`: 1 ms batches for the row ops, the steady state
+ * for the compute-bound ones). A variant whose call fails is skipped (a 128 KiB staged
  * variant where a block gets 99 KiB, a tensor map the driver refuses). A general variant whose
  * lean twin takes the problem (a LayerNorm of rows of exactly its width) is timed
  * through the twin, which is what dispatch runs for such calls. */

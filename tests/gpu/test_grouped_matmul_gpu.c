@@ -6,8 +6,7 @@
  * end is below total_m; total_m = 0; strided (padded) rows; groups averaging under 128 rows,
  * whose last tiles of 64 rows or fewer the 256-column Hopper variants split by columns (half
  * tiles, some of exactly 64 rows); longer groups with short last tiles in two bands of row
- * tiles; and a larger case (8 groups,
- * 4096 x 1024 x 2048) checked on sampled rows. The dispatcher also gets offsets that are not
+ * tiles; and a larger case (8 groups, 4096 x 1024 x 2048) checked on sampled rows. The dispatcher also gets offsets that are not
  * nondecreasing or pass total_m (the kernels clamp them), and one call captured in a CUDA
  * graph and replayed.
  *
