@@ -199,7 +199,8 @@ def log(msg=""):
 # layout by the host test test_ctypes_layout); _lib imports only the standard library.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from fusedops._lib import (AddNormArgs, Decision, FlashAttentionArgs,  # noqa: E402
-                           GroupedMatmulArgs, VariantInfo, set_strides)
+                           GROUPED_MATMUL_WORKSPACE_BYTES, GroupedMatmulArgs, VariantInfo,
+                           set_strides)
 
 
 class FusedOps:
@@ -1392,9 +1393,12 @@ class GroupedMatmulCase:
         self.cs = [torch.empty(self.m, self.n, dtype=self.tdt, device=DEVICE)
                    for _ in range(copies)]
         self.offs = torch.tensor(self.ends, dtype=torch.int32, device=DEVICE)
+        # zeroed once, left zeroed by every call: the tile counter (docs/api.md, "Workspace")
+        self.workspace = torch.zeros(GROUPED_MATMUL_WORKSPACE_BYTES // 8, dtype=torch.int64,
+                                     device=DEVICE)
 
     def release(self):
-        del self.as_, self.bs, self.cs, self.offs
+        del self.as_, self.bs, self.cs, self.offs, self.workspace
 
     def args(self, i):
         """GroupedMatmulArgs of set i (the tensors' own strides, in elements)."""
@@ -1403,7 +1407,8 @@ class GroupedMatmulCase:
             struct_size=ctypes.sizeof(GroupedMatmulArgs), dtype=self.tdtype, groups=self.g,
             total_m=self.m, n=self.n, k=self.k, c=c.data_ptr(), a=a.data_ptr(),
             b=b.data_ptr(), ldc=c.stride(0), lda=a.stride(0), b_group_stride=b.stride(0),
-            b_k_stride=b.stride(1), b_n_stride=b.stride(2), offsets=self.offs.data_ptr())
+            b_k_stride=b.stride(1), b_n_stride=b.stride(2), offsets=self.offs.data_ptr(),
+            workspace=self.workspace.data_ptr())
 
     def grouped_mm(self, i):
         return torch._grouped_mm(self.as_[i], self.bs[i], offs=self.offs)

@@ -50,6 +50,7 @@ typedef struct options {
     int64_t heads_kv, seqlen_k; /* attention: 0 means heads and S */
     int causal;
     int b_nk, bias; /* grouped_matmul: B stored [groups, n, k] (--b-layout nk); a bias */
+    int fixed_schedule; /* grouped_matmul bench: no workspace (the fixed order of tiles) */
 } options;
 
 /* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
@@ -105,7 +106,7 @@ static int usage(const char *msg) {
           "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
           " [--seqlen-k N] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
-          " [--bias] [--variant NAME] [--iters N]\n"
+          " [--bias] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul]"
           " [--dtype D]\n               "
           " [--out FILE] [--verify]\n                [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]"
@@ -136,6 +137,7 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         else if (!strcmp(a, "--log")) o->log_softmax = 1;
         else if (!strcmp(a, "--causal")) o->causal = 1;
         else if (!strcmp(a, "--bias")) o->bias = 1;
+        else if (!strcmp(a, "--fixed-schedule")) o->fixed_schedule = 1;
         else if (!v) return usage("option needs a value");
         else if (!strcmp(a, "--b-layout")) {
             const char *l = argv[++i];
@@ -917,12 +919,15 @@ static int bench_grouped_matmul(const options *o) {
     const CUdeviceptr a = upload_random(&gpu, dtype, (size_t)(M * K), 21, -1.0f, 1.0f);
     const CUdeviceptr b = upload_random(&gpu, dtype, (size_t)(G * K * N), 22, -1.0f, 1.0f);
     const CUdeviceptr bias = upload_random(&gpu, dtype, (size_t)(G * N), 23, -1.0f, 1.0f);
-    CUdeviceptr c, offsets;
+    CUdeviceptr c, offsets, workspace;
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&c, (size_t)(M * N) * support_dtype_size(dtype)));
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&offsets, (size_t)G * sizeof *ends));
     SUPPORT_CHECK(&gpu, d->cuMemcpyHtoD(offsets, ends, (size_t)G * sizeof *ends));
+    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
+    SUPPORT_CHECK(&gpu, d->cuMemsetD8(workspace, 0, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
     g.c = DEVICE_PTR(c), g.a = DEVICE_PTR(a), g.b = DEVICE_PTR(b);
     g.offsets = DEVICE_PTR(offsets);
+    if (!o->fixed_schedule) g.workspace = DEVICE_PTR(workspace);
     if (o->bias) g.bias = DEVICE_PTR(bias);
     const double flops = 2.0 * (double)M * (double)N * (double)K;
     bench_buffers bb = {.grouped = &g};
@@ -937,16 +942,17 @@ static int bench_grouped_matmul(const options *o) {
         empty += sizes[i] == 0;
     }
     qsort(sizes, (size_t)G, sizeof *sizes, compare_i64);
-    printf("grouped_matmul %s %lldx%lldx%lldx%lld (B [g,%s]%s) on %s: %s\n"
+    printf("grouped_matmul %s %lldx%lldx%lldx%lld (B [g,%s]%s%s) on %s: %s\n"
            "  group sizes skewed, from a Dirichlet(%.1f) draw (seed %llu): min %lld, median "
            "%lld, max %lld rows (mean %.1f), %d empty\n"
            "  %.4f ms, %.1f TFLOP/s (2 * M * N * K FLOPs)\n",
            tile_dtype_string(dtype), (long long)G, (long long)M, (long long)K, (long long)N,
-           o->b_nk ? "n,k" : "k,n", o->bias ? ", bias" : "", gpu.name, name,
+           o->b_nk ? "n,k" : "k,n", o->bias ? ", bias" : "",
+           o->fixed_schedule ? ", fixed schedule" : "", gpu.name, name,
            bench_gmm_alpha, (unsigned long long)bench_gmm_seed, (long long)sizes[0],
            (long long)sizes[G / 2], (long long)sizes[G - 1], (double)M / (double)G, empty, ms,
            flops / (ms * 1e-3) / 1e12);
-    const CUdeviceptr bufs[] = {a, b, bias, c, offsets};
+    const CUdeviceptr bufs[] = {a, b, bias, c, offsets, workspace};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(bufs[i]));
     free(ends);
     free(sizes);
@@ -1329,10 +1335,12 @@ static const int64_t attention_held_out[][6] = {
     {3, 8, 8, 777, 128, 0},   {1, 24, 24, 1000, 96, 0},  {2, 20, 4, 1500, 128, 1},
     {16, 12, 12, 512, 64, 0}, {1, 40, 8, 3000, 128, 0},  {2, 28, 4, 4096, 128, 1},
     {1, 32, 8, 12000, 128, 0}};
-/* Grouped matmul, k fixed, B [g, k, n], no bias: {groups, total_m} x n. */
-static const int64_t grouped_grid[][2] = {{64, 1024}, {32, 2048}, {16, 4096}, {8, 8192}, {8, 32768}};
-static const int64_t grouped_grid_n[] = {512, 1024, 2048, 4096, 8192};
-static const int64_t grouped_grid_k = 2048;
+/* Grouped matmul, k fixed (4096, a common expert width: the winners move with k, perf-notes
+ * G11), B [g, k, n], no bias: {groups, total_m} x n. */
+static const int64_t grouped_grid[][2] = {{64, 1024}, {32, 2048}, {16, 4096}, {8, 8192},
+                                          {8, 16384}, {8, 32768}};
+static const int64_t grouped_grid_n[] = {512, 1024, 2048, 4096, 8192, 16384};
+static const int64_t grouped_grid_k = 4096;
 /* {groups, total_m, k, n} */
 static const int64_t grouped_held_out[][4] = {
     {64, 1000, 2048, 768},   {24, 900, 2048, 6144},   {128, 8192, 2048, 768},

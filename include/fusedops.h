@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TILE_VERSION_MAJOR 0
-#define TILE_VERSION_MINOR 6
+#define TILE_VERSION_MINOR 7
 #define TILE_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
@@ -379,7 +379,16 @@ typedef struct tile_grouped_matmul_args {
     const void *bias;         /* NULL, or [groups, n]: bias of group g at bias + g * bias_group_stride */
     int64_t bias_group_stride;
     const int32_t *offsets;   /* [groups] cumulative row ends, on the device */
+    /* Since 0.7.0 (a smaller struct_size reads as NULL): NULL, or device memory of at least
+     * TILE_GROUPED_MATMUL_WORKSPACE_BYTES, 8-byte aligned, zeroed once by the caller before
+     * its first call; every call leaves it zeroed. On Hopper the programs then take tiles
+     * from a counter in it as they finish, not in a fixed order. Calls that share a workspace
+     * must not run at the same time (one stream, or one call in flight). */
+    void *workspace;
 } tile_grouped_matmul_args;
+
+/* Bytes of tile_grouped_matmul_args.workspace. */
+#define TILE_GROUPED_MATMUL_WORKSPACE_BYTES 64
 
 /* Zeroes *args (struct_size bytes of it) and sets args->struct_size; as
  * tile_flash_attention_init. */
@@ -396,7 +405,8 @@ TILE_API tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args,
  * groups > 1, extents that overflow int64; UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for n or k
  * of 2^31 or more; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda, ldc, the B
  * strides other than the unit one and bias_group_stride are multiples of 8 elements (the
- * message names the least aligned argument), or offsets is not 4-byte aligned; otherwise as
+ * message names the least aligned argument), or offsets is not 4-byte aligned, or workspace
+ * not 8-byte aligned; otherwise as
  * tile_softmax. On sm_90 a call the Hopper tensor-map variants cannot take (total_m above
  * 2^31 - 1, a layout the driver cannot encode as a tensor map) runs on an mma.sync variant.
  */

@@ -109,6 +109,10 @@ static tile_status check_args(const char *fn, const tile_grouped_matmul_args *a,
     if ((uintptr_t)a->offsets % sizeof(int32_t))
         return tile_fail(TILE_STATUS_MISALIGNED, "%s: offsets (%p) is not aligned to its 4-byte int32s",
                          fn, (const void *)a->offsets);
+    if ((uintptr_t)a->workspace % sizeof(unsigned long long))
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "%s: workspace (%p) is not 8-byte aligned (its tile counter is 64-bit)", fn,
+                         a->workspace);
     return TILE_STATUS_SUCCESS;
 }
 
@@ -157,6 +161,19 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     return s;
 }
 
+/* Whether a group's last row tile of 64 rows or fewer is split by columns (a half tile). It
+ * runs faster than a full tile: under the fixed order of tiles its program then runs out of
+ * step with the others, and in k ahead of the full row tiles of its columns, whose k-tiles of
+ * B it shared in L2 (perf-notes G10). With a tile counter the first cost goes (no program waits
+ * on a fixed share); the second stays where k is long (over 64 k-tiles of 64) and groups
+ * average under 4 row tiles (a large share of the tiles reading each B drift): perf-notes G11
+ * measured half tiles 0-6% faster on 7 shapes with the counter, 3% slower on that one. */
+static int wants_half_tiles(const tile_grouped_matmul_args *a, int64_t block_m) {
+    const int64_t group_rows = (int64_t)a->groups * block_m; /* a row tile a group */
+    if (a->total_m <= group_rows) return 1;
+    return a->workspace && (a->k <= 64 * 64 || a->total_m >= 4 * group_rows);
+}
+
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_grouped_matmul_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
@@ -182,10 +199,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .k = (int32_t)a->k,
         .groups = a->groups,
         .b_kmajor = kmajor,
-        /* Half tiles run faster than full ones and put their program out of step with the
-         * others, which costs the L2 sharing of B between a group's row tiles (perf-notes
-         * G10); where groups average at most a row tile there is little of that to lose. */
-        .half_tiles = a->total_m <= (int64_t)a->groups * v->rows_per_program,
+        .half_tiles = wants_half_tiles(a, v->rows_per_program),
+        .tile_counter = a->workspace,
     };
     if (tile_variant_uses_tensor_maps(v)) {
         tile_status s = encode_maps(fn, a, kmajor, v->rows_per_program, block_n, &k);

@@ -1118,16 +1118,22 @@ void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_
     SUPPORT_CHECK(gpu, drv->cuMemsetD8(bc, 0xff, p->c_bytes)); /* NaN in f16 and bf16 */
     SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bends, (size_t)G * sizeof *ends));
     SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bends, ends, (size_t)G * sizeof *ends));
+    CUdeviceptr bws = 0;
+    if (!c->fixed_schedule) {
+        SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bws, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
+        SUPPORT_CHECK(gpu, drv->cuMemsetD8(bws, 0, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
+    }
 #define DP(x) ((void *)(uintptr_t)(x))
     p->args = (tile_grouped_matmul_args){
         .struct_size = sizeof p->args, .dtype = dt, .groups = G, .total_m = M, .n = N, .k = K,
         .c = DP(bc), .a = DP(da), .b = DP(db), .ldc = ldc, .lda = lda,
         .b_group_stride = b_outer * b_ld, .b_k_stride = c->b_nk ? 1 : b_ld,
         .b_n_stride = c->b_nk ? b_ld : 1, .bias = c->bias ? DP(dbias) : NULL,
-        .bias_group_stride = c->bias ? bias_ld : 0, .offsets = DP(bends)};
+        .bias_group_stride = c->bias ? bias_ld : 0, .offsets = DP(bends),
+        .workspace = bws ? DP(bws) : NULL};
 #undef DP
     p->a = a, p->b = b, p->bias = bias, p->ends = ends;
-    const CUdeviceptr bufs[] = {ba, bb, bc, bbias, bends};
+    const CUdeviceptr bufs[] = {ba, bb, bc, bbias, bends, bws};
     memcpy(p->bufs, bufs, sizeof bufs);
     setup_done(gpu);
 }
@@ -1191,6 +1197,17 @@ int64_t support_grouped_matmul_check(const support_gpu *gpu,
                         i - (size_t)p->c_elements * elem);
             break;
         }
+    if (a->workspace) { /* every call leaves it zeroed for the next */
+        unsigned char ws[TILE_GROUPED_MATMUL_WORKSPACE_BYTES];
+        SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyDtoH(ws, (CUdeviceptr)(uintptr_t)a->workspace, sizeof ws));
+        for (size_t i = 0; i < sizeof ws; i++)
+            if (ws[i]) {
+                bad++;
+                fprintf(stderr, "%s: the workspace is not zero after the call (byte %zu: %u)\n",
+                        label, i, ws[i]);
+                break;
+            }
+    }
     const double allowed = support_grouped_matmul_allowed(a->dtype, &e);
     if (!(e.err <= allowed)) {
         bad++;
@@ -1215,11 +1232,11 @@ int64_t support_grouped_matmul_run(const support_gpu *gpu, const support_grouped
     if (st == TILE_STATUS_SUCCESS) {
         SUPPORT_CHECK(gpu, gpu->drv->cuCtxSynchronize());
         char label[200];
-        snprintf(label, sizeof label, "%s %s G%d %lldx%lldx%lld (MxKxN) B %s%s pad %lld",
+        snprintf(label, sizeof label, "%s %s G%d %lldx%lldx%lld (MxKxN) B %s%s pad %lld%s",
                  c->variant < 0 ? "dispatch" : variant_name(c->variant),
                  tile_dtype_string(c->dtype), c->groups, (long long)c->total_m, (long long)c->k,
                  (long long)c->n, c->b_nk ? "[g,n,k]" : "[g,k,n]", c->bias ? " bias" : "",
-                 (long long)c->pad);
+                 (long long)c->pad, c->fixed_schedule ? " fixed schedule" : "");
         bad = support_grouped_matmul_check(gpu, &p, label, errors);
     }
     support_grouped_matmul_free(gpu, &p);

@@ -342,7 +342,8 @@ double support_grouped_matmul_allowed(tile_dtype dtype, const support_grouped_ma
  * compared with the reference: all of them when rows x n x k is at most 2^26, else an evenly
  * spaced sample of about that much work plus the first and last row of every group. variant < 0
  * runs tile_grouped_matmul, else tile_grouped_matmul_variant. Returns the number of problems
- * (-1 when the call failed: *status says why); *errors (may be NULL) gets the errors. */
+ * (-1 when the call failed: *status says why); *errors (may be NULL) gets the errors. The
+ * call gets a zeroed workspace unless fixed_schedule, which it must leave zeroed. */
 typedef struct support_grouped_matmul_case {
     int32_t variant;
     tile_dtype dtype;
@@ -354,6 +355,7 @@ typedef struct support_grouped_matmul_case {
     int b_nk, bias;
     int64_t pad;
     uint64_t seed;
+    int fixed_schedule; /* 1: no workspace (the programs' fixed order of tiles); 0: a zeroed one */
 } support_grouped_matmul_case;
 int64_t support_grouped_matmul_run(const support_gpu *gpu, const support_grouped_matmul_case *c,
                                    tile_status *status, support_grouped_matmul_errors *errors);
@@ -368,7 +370,7 @@ typedef struct support_grouped_matmul_problem {
     int32_t *ends;                 /* host copy of the group ends */
     int64_t c_elements;            /* C's extent in elements, padding included */
     size_t c_bytes;                /* C's allocation: c_elements and the 256-byte guard */
-    CUdeviceptr bufs[5];           /* allocations: a, b, c, bias, offsets */
+    CUdeviceptr bufs[6];           /* allocations: a, b, c, bias, offsets, workspace */
 } support_grouped_matmul_problem;
 void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_matmul_case *c,
                                   support_grouped_matmul_problem *p);

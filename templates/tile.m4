@@ -477,5 +477,17 @@ m4_define(<|TILE_GEMM_PRODUCE|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCE|>, <|$5|>, 5)ti
 m4_define(<|TILE_GEMM_HALF_TILE|>, <|TILE_ARGS(<|TILE_GEMM_HALF_TILE|>, <|$3|>, 3)tile::gemm::is_half_tile<$1>($2, $3)|>)
 m4_define(<|TILE_GEMM_CONSUME|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME|>, <|$6|>, 6)tile::gemm::consume_k_tile($1, $2, $3, $4, $5, $6)|>)
 m4_define(<|TILE_GEMM_CONSUME_FINISH|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME_FINISH|>, <|$3|>, 3)tile::gemm::consume_finish($1, $2, $3)|>)
+# Who takes which tile (warp-specialized variants): the producer decides, the consumers follow.
+# TILE_FOR_GEMM_TILES_TAKEN(pos, sched, L, a) ... TILE_END_FOR: the producer warp's tiles: with a
+# caller's workspace (a.tile_counter) each next one from its counter as the program finishes
+# the last, else TILE_FOR_GEMM_TILES's. TILE_GEMM_PRODUCE_END(pipe, a): after them, ends the
+# consumers' walk (and zeroes the counter, by the last program out).
+# TILE_FOR_GEMM_TILES_HANDED(pos, sched, L, a, pipe) ... TILE_END_FOR: the consumers' tiles, in
+# the order the producer put them in the ring.
+m4_define(<|TILE_FOR_GEMM_TILES_TAKEN|>, <|TILE_ARGS(<|TILE_FOR_GEMM_TILES_TAKEN|>, <|$4|>, 4)m4_dnl
+for (tile::gemm::tile_pos $1; tile::gemm::scheduler_take<$3>($2, $4, $1);) {|>)
+m4_define(<|TILE_GEMM_PRODUCE_END|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCE_END|>, <|$2|>, 2)tile::gemm::produce_end($1, $2)|>)
+m4_define(<|TILE_FOR_GEMM_TILES_HANDED|>, <|TILE_ARGS(<|TILE_FOR_GEMM_TILES_HANDED|>, <|$5|>, 5)m4_dnl
+for (tile::gemm::tile_pos $1; tile::gemm::scheduler_handed<$3>($2, $4, $5, $1);) {|>)
 
 m4_changecom()m4_divert(0)m4_dnl

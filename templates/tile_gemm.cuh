@@ -74,11 +74,13 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
 };
 
 // ------------------------------------------------------------------------------ scheduler
-// The C tile a program works on: group, its rows [row0, row_end) and first column.
+// The C tile a program works on: group, its rows [row0, row_end) and first column; its number
+// in the walk (tiles numbered group by group).
 struct tile_pos {
     int32_t group;
     int64_t row0, row_end;
     int32_t col0;
+    int64_t number;
 };
 
 // Tiles are numbered group by group; a program takes tiles blockIdx.x, + gridDim.x, ... and
@@ -91,12 +93,13 @@ struct scheduler {
     int64_t base, tiles;
     int32_t n_tiles;         // BN-column tiles of C
     int32_t band;            // row tiles a band (scheduler_next)
+    int64_t pending;         // scheduler_take with a tile counter: the tile taken next (lane 0)
 };
 
 template <typename L>
 __device__ __forceinline__ scheduler scheduler_init(const tile_gemm_kernel_args &a) {
     scheduler s;
-    s.next = blockIdx.x;
+    s.next = s.pending = blockIdx.x;
     s.group = -1;
     s.start = s.end = 0;
     s.base = s.tiles = 0;
@@ -160,9 +163,7 @@ __device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_ker
 // s.band row tiles, column tile by column tile, so the programs running at once share rows of
 // A and columns of B in L2.
 template <typename L>
-__device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
-                                               tile_pos &pos) {
-    if (!scheduler_seek<L>(s, a)) return false;
+__device__ __forceinline__ void scheduler_position(const scheduler &s, tile_pos &pos) {
     const int64_t local = s.next - s.base, band_rows = s.band; // 64-bit products below
     const int64_t m_tiles = s.tiles / s.n_tiles;
     const int64_t band = local / (band_rows * s.n_tiles);
@@ -172,7 +173,31 @@ __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_ker
     pos.row0 = s.start + (band * band_rows + r % rows) * L::BM;
     pos.row_end = s.end;
     pos.col0 = (int32_t)(r / rows) * L::BN;
+    pos.number = s.next;
+}
+template <typename L>
+__device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
+                                               tile_pos &pos) {
+    if (!scheduler_seek<L>(s, a)) return false;
+    scheduler_position<L>(s, pos);
     s.next += gridDim.x;
+    return true;
+}
+
+// The producer warp's walk (warp-specialized variants). Without a tile counter, scheduler_next's.
+// With one, each program's first tile is blockIdx.x and every later one the counter's next
+// (past the grid's first tiles): a program that finishes early takes more, so no program waits
+// on a fixed share at the end (perf-notes G11), and the tiles in flight stay a window of
+// consecutive numbers, which the bands' sharing of L2 wants. The counter is read a tile ahead
+// (lane 0 holds it), so its latency hides behind a tile's copies.
+template <typename L>
+__device__ __forceinline__ bool scheduler_take(scheduler &s, const tile_gemm_kernel_args &a,
+                                               tile_pos &pos) {
+    if (!a.tile_counter) return scheduler_next<L>(s, a, pos);
+    s.next = __shfl_sync(0xffffffffu, s.pending, 0);
+    if (!scheduler_seek<L>(s, a)) return false;
+    scheduler_position<L>(s, pos);
+    if (lane_id() == 0) s.pending = gridDim.x + (int64_t)atomicAdd(a.tile_counter, 1ull);
     return true;
 }
 
@@ -337,11 +362,19 @@ template <typename L> __device__ __forceinline__ void products_finish(accumulato
 
 // ------------------------------------------------------------------------------ pipeline
 // The warp-specialized variants' stage ring (tile::stage_ring): the producer's one warp fills
-// stages by tensor map, every consumer warp hands each stage back.
-template <typename L> using pipeline = stage_ring<L::STAGES>;
+// stages by tensor map, every consumer warp hands each stage back. The producer alone decides
+// which tile comes next (scheduler_take), so it writes the tile's number beside the stage of
+// its first k-tile, before that stage's full barrier publishes both; -1 there ends the walk.
+template <typename L> struct pipeline : stage_ring<L::STAGES> {
+    int64_t *tile_of; // [STAGES]: the tile whose first k-tile the stage holds
+};
 // Collective, once per program: the barriers, initialized and visible to every thread.
 template <typename L> __device__ __forceinline__ pipeline<L> pipeline_start() {
-    return stage_ring_start<L::STAGES, L::CONSUMER_WARPS>();
+    __shared__ int64_t tile_of[L::STAGES];
+    pipeline<L> p;
+    static_cast<stage_ring<L::STAGES> &>(p) = stage_ring_start<L::STAGES, L::CONSUMER_WARPS>();
+    p.tile_of = tile_of;
+    return p;
 }
 template <typename L> __device__ __forceinline__ bool is_producer() { return threadIdx.x < 128; }
 
@@ -359,6 +392,7 @@ __device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<
         return;
     }
     uint64_t *full = &p.full[p.stage];
+    if (kt == 0) p.tile_of[p.stage] = pos.number; // published by the arrival below
     mbarrier_expect_bytes(full, L::STAGE_BYTES);
     const int32_t k0 = kt * L::BK;
     tma_load_2d(t.a(p.stage), &a.a_map, k0, (int32_t)pos.row0, full);
@@ -371,6 +405,38 @@ __device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<
                         pos.col0 + 64 * j, k0, pos.group, full);
     }
     p.advance();
+}
+
+// Producer warp, after its last tile: the consumers' walk ends at the next stage (a tile number
+// of -1, published by a plain arrival); with a tile counter, the last program out zeroes it for
+// the next call (each program's last read of it completed before its count of programs done).
+template <typename L>
+__device__ __forceinline__ void produce_end(pipeline<L> &p, const tile_gemm_kernel_args &a) {
+    if (lane_id() != 0) return;
+    mbarrier_wait(&p.empty[p.stage], p.phase ^ 1);
+    p.tile_of[p.stage] = -1;
+    mbarrier_arrive(&p.full[p.stage]);
+    if (a.tile_counter) {
+        __threadfence();
+        if (atomicAdd(a.tile_counter + 1, 1ull) == gridDim.x - 1) {
+            a.tile_counter[0] = 0;
+            a.tile_counter[1] = 0;
+        }
+    }
+}
+
+// Consumers' walk: the tile the producer put next in the ring (its number beside the stage its
+// first k-tile fills), found by the same cursor as the producer's; false at the end.
+template <typename L>
+__device__ __forceinline__ bool scheduler_handed(scheduler &s, const tile_gemm_kernel_args &a,
+                                                 const pipeline<L> &p, tile_pos &pos) {
+    mbarrier_wait(&p.full[p.stage], p.phase); // consume_k_tile's wait then returns at once
+    const int64_t number = p.tile_of[p.stage];
+    if (number < 0) return false;
+    s.next = number;
+    scheduler_seek<L>(s, a);
+    scheduler_position<L>(s, pos);
+    return true;
 }
 
 // Consumers: wait for the next stage's copies, issue acc += A B from it (a half tile: the

@@ -80,7 +80,13 @@ class GroupedMatmulArgs(ctypes.Structure):
                 ("b_group_stride", ctypes.c_int64), ("b_k_stride", ctypes.c_int64),
                 ("b_n_stride", ctypes.c_int64),
                 ("bias", ctypes.c_void_p), ("bias_group_stride", ctypes.c_int64),
-                ("offsets", ctypes.c_void_p)]
+                ("offsets", ctypes.c_void_p),
+                ("workspace", ctypes.c_void_p)]  # since 0.7.0; NULL keeps the fixed schedule
+
+
+# TILE_GROUPED_MATMUL_WORKSPACE_BYTES (include/fusedops.h, since 0.7.0): the bytes of
+# GroupedMatmulArgs.workspace.
+GROUPED_MATMUL_WORKSPACE_BYTES = 64
 
 
 def set_strides(args, name, t):

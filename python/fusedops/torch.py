@@ -36,8 +36,9 @@ from typing import Optional, Tuple
 import torch
 from torch import _C
 
-from ._lib import (NORM_LAYER, NORM_RMS, AddNormArgs, FlashAttentionArgs, GroupedMatmulArgs,
-                   check, fast_functions, library, set_strides)
+from ._lib import (GROUPED_MATMUL_WORKSPACE_BYTES, NORM_LAYER, NORM_RMS, AddNormArgs,
+                   FlashAttentionArgs, GroupedMatmulArgs, check, fast_functions, library,
+                   set_strides)
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _dtype_code = _DTYPES.get
@@ -708,6 +709,35 @@ def _gmm_check(a, b, offs, bias, op):
                          "be at least 1")
 
 
+# The grouped matmul's tile-counter workspaces (tile_grouped_matmul_args.workspace), one per
+# (device index, stream handle): every call leaves its workspace zeroed and calls on one stream
+# never overlap, so a stream's calls share one, zeroed once when it is made.
+_GMM_WORKSPACES = {}
+_capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+              or torch.cuda.is_current_stream_capturing)
+
+
+def _new_gmm_workspace(a: torch.Tensor) -> torch.Tensor:
+    """A zeroed workspace on a's device, zeroed on its current stream (before the kernel)."""
+    return torch.zeros(GROUPED_MATMUL_WORKSPACE_BYTES // 8, dtype=torch.int64, device=a.device)
+
+
+def _gmm_workspace(a: torch.Tensor) -> torch.Tensor:
+    """The workspace of a grouped_mm call on a's device and current stream."""
+    if _capturing():
+        # Not the stream's cached one: a graph's replays could then run beside the stream's
+        # eager calls on one counter. A fresh one is private to the call, and its zeroing is
+        # captured with it, so every replay starts from zero. It is freed when the op returns,
+        # which is safe: the allocator is stream-ordered, and the kernel comes before the free.
+        return _new_gmm_workspace(a)
+    index = a.get_device()
+    key = (index, _raw_stream(index))
+    ws = _GMM_WORKSPACES.get(key)
+    if ws is None:
+        ws = _GMM_WORKSPACES[key] = _new_gmm_workspace(a)
+    return ws
+
+
 def _grouped_mm_impl(a, b, offs, bias=None):
     op = "grouped_mm"
     _gmm_check(a, b, offs, bias, op)
@@ -723,6 +753,7 @@ def _grouped_mm_impl(a, b, offs, bias=None):
         b2, nk = _gmm_operand(b.transpose(1, 2)).transpose(1, 2), True  # K contiguous
     bias2 = _gmm_operand(bias) if bias is not None else None
     offs2 = offs.contiguous()
+    ws = _gmm_workspace(a)  # held until after the launch
     # A dim of size 1 is never stepped over: its stride is given as a dense padded layout's.
     b_k = 1 if nk else (b2.stride(1) if k > 1 else _round8(n))
     b_n = 1 if not nk else (b2.stride(2) if n > 1 else _round8(k))
@@ -734,7 +765,7 @@ def _grouped_mm_impl(a, b, offs, bias=None):
         b_k_stride=b_k, b_n_stride=b_n, bias=_ptr(bias2),
         bias_group_stride=(bias2.stride(0) if groups > 1 else _round8(n)) if bias2 is not None
         else 0,
-        offsets=offs2.data_ptr())
+        offsets=offs2.data_ptr(), workspace=ws.data_ptr())
     _launch(a, op, "tile_grouped_matmul", ctypes.byref(args))
     return c
 
@@ -761,7 +792,10 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
     torch._grouped_mm: contiguous when N is a multiple of 8). Rows past offs[groups - 1] are
     not written: they hold whatever the allocator gave. offs is read on the device only (no
     host sync: the op can be captured in a CUDA graph), so it is not validated: ends are clamped
-    into [previous end, total_m].
+    into [previous end, total_m]. On Hopper the kernel's programs take output tiles as they
+    finish them, from a counter in a small workspace: one 64-byte tensor per stream, made once
+    and left zeroed by every call (a fresh one per call during CUDA graph capture); still no
+    host sync.
 
     b is read in place in either layout, [groups, K, N] with N contiguous or [groups, N, K]
     with K contiguous seen through .transpose(1, 2) (an nn.Linear-style weight per expert), as

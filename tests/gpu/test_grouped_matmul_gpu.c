@@ -86,9 +86,10 @@ static void run_case(const char *label, const support_grouped_matmul_case *c, co
     const int64_t bad = support_grouped_matmul_run(&gpu, c, &s, &e);
     cases_run++;
     char desc[200];
-    snprintf(desc, sizeof desc, "%s %s: G%d %lldx%lldx%lld (MxKxN) B %s%s",
+    snprintf(desc, sizeof desc, "%s %s: G%d %lldx%lldx%lld (MxKxN) B %s%s%s",
              tile_dtype_string(c->dtype), what, c->groups, (long long)c->total_m, (long long)c->k, (long long)c->n,
-             c->b_nk ? "[g,n,k]" : "[g,k,n]", c->bias ? " bias" : "");
+             c->b_nk ? "[g,n,k]" : "[g,k,n]", c->bias ? " bias" : "",
+             c->fixed_schedule ? " fixed schedule" : "");
     if (bad == 0) {
         if (getenv("FUSEDOPS_TEST_VERBOSE"))
             printf("ok %s %s: error %.3g (fp32-accumulated reference %.3g, %lld elements)\n",
@@ -104,7 +105,9 @@ static void run_case(const char *label, const support_grouped_matmul_case *c, co
                 desc, (long long)bad, e.err, e.err_lp);
 }
 
-/* The shape in both B layouts, with and without bias. */
+/* The shape in both B layouts, with and without bias; each layout once with a workspace (tiles
+ * taken from its counter, which the call must leave zeroed) and once without (the fixed
+ * order). */
 static void run_shape(const char *label, int32_t variant, tile_dtype dt, const shape *s,
                       uint64_t seed) {
     for (int b_nk = 0; b_nk < 2; b_nk++)
@@ -113,7 +116,7 @@ static void run_shape(const char *label, int32_t variant, tile_dtype dt, const s
                 .variant = variant, .dtype = dt, .groups = s->groups, .total_m = s->total_m,
                 .k = s->k, .n = s->n, .ends = s->ends, .tail = s->tail, .alpha = s->alpha,
                 .b_nk = b_nk, .bias = bias, .pad = s->pad,
-                .seed = seed + (uint64_t)(2 * b_nk + bias)};
+                .seed = seed + (uint64_t)(2 * b_nk + bias), .fixed_schedule = b_nk ^ bias};
             run_case(label, &c, s->what);
         }
 }

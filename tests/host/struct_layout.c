@@ -107,6 +107,7 @@ int main(void) {
     FIELD(tile_grouped_matmul_args, bias);
     FIELD(tile_grouped_matmul_args, bias_group_stride);
     FIELD(tile_grouped_matmul_args, offsets);
+    FIELD(tile_grouped_matmul_args, workspace);
     SIZE(tile_grouped_matmul_args);
     return 0;
 }

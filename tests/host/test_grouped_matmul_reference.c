@@ -203,11 +203,11 @@ static void test_harness_passes_correct_output(void **state) {
     (void)state;
     static const int32_t clamped[] = {50, 30, 100, 90, 100};
     const support_grouped_matmul_case cases[] = {
-        {-1, TILE_DTYPE_BF16, 8, 300, 200, 136, NULL, 0, 0.3, 0, 1, 8, 1},
-        {-1, TILE_DTYPE_F16, 8, 300, 200, 136, NULL, 0, 0.3, 1, 0, 0, 2},
-        {-1, TILE_DTYPE_BF16, 6, 150, 100, 50, NULL, 20, 1.0, 1, 1, 8, 3},
-        {-1, TILE_DTYPE_F16, 5, 120, 64, 72, clamped, 0, 0, 0, 1, 0, 4},
-        {-1, TILE_DTYPE_BF16, 4, 0, 64, 64, NULL, 0, 1.0, 0, 1, 0, 5},
+        {-1, TILE_DTYPE_BF16, 8, 300, 200, 136, NULL, 0, 0.3, 0, 1, 8, 1, 0},
+        {-1, TILE_DTYPE_F16, 8, 300, 200, 136, NULL, 0, 0.3, 1, 0, 0, 2, 1},
+        {-1, TILE_DTYPE_BF16, 6, 150, 100, 50, NULL, 20, 1.0, 1, 1, 8, 3, 0},
+        {-1, TILE_DTYPE_F16, 5, 120, 64, 72, clamped, 0, 0, 0, 1, 0, 4, 1},
+        {-1, TILE_DTYPE_BF16, 4, 0, 64, 64, NULL, 0, 1.0, 0, 1, 0, 5, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const support_grouped_matmul_case *c = &cases[i];
@@ -221,6 +221,7 @@ static void test_harness_passes_correct_output(void **state) {
         assert_int_equal(c->b_nk ? a->b_k_stride : a->b_n_stride, 1);
         assert_true((c->bias != 0) == (a->bias != NULL));
         assert_int_equal((uintptr_t)a->c % 256, 0);
+        assert_true((c->fixed_schedule == 0) == (a->workspace != NULL)); /* zeroed by setup */
         if (c->ends)
             assert_memory_equal(p.ends, c->ends, (size_t)c->groups * sizeof *p.ends);
         else
@@ -240,8 +241,8 @@ static void test_harness_passes_correct_output(void **state) {
 static void test_harness_catches_faults(void **state) {
     (void)state;
     const support_grouped_matmul_case c = {-1, TILE_DTYPE_BF16, 8, 400, 96, 72, NULL, 37, 1.0,
-                                           0, 1, 8, 9};
-    for (int fault = 0; fault < 6; fault++) {
+                                           0, 1, 8, 9, 0};
+    for (int fault = 0; fault < 7; fault++) {
         support_grouped_matmul_problem p;
         support_grouped_matmul_setup(&fake_gpu, &c, &p);
         emulate_kernel(&p);
@@ -258,7 +259,8 @@ static void test_harness_catches_faults(void **state) {
             support_pack(c.dtype, c_at(&p, 0, 3), &v, 1);
             break;
         }
-        default: *c_at(&p, last - 1, 0) = 0x7fc0; break;          /* NaN, last group row */
+        case 5: *c_at(&p, last - 1, 0) = 0x7fc0; break;           /* NaN, last group row */
+        default: ((unsigned char *)p.args.workspace)[9] = 1; break; /* a counter left set */
         }
         char label[32];
         snprintf(label, sizeof label, "fault %d (expected)", fault);

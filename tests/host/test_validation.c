@@ -914,11 +914,12 @@ static void args_expect(const args_op *op, int line, const char *what, int entri
     }
 }
 
-/* An args struct's init (`fn`, through `init`): NULL and sizes below version 1's (the struct
- * up to its last v1 field at `last_field`) fail and write nothing; this version's size and a
- * newer caller's longer struct are zeroed exactly and get their struct_size. */
+/* An args struct's init (`fn`, through `init`): NULL and sizes below version 1's (`v1_size`,
+ * the struct up to its last v1 field at `last_field`) fail and write nothing; version 1's size
+ * (an older caller's), this version's (`size`) and a newer caller's longer struct are zeroed
+ * exactly and get their struct_size. */
 static void check_args_init(const char *fn, tile_status (*init)(void *args, size_t size),
-                            size_t size, size_t last_field, int *calls) {
+                            size_t size, size_t v1_size, size_t last_field, int *calls) {
     _Alignas(256) unsigned char buf[1024];
     assert_true(size + 64 <= sizeof buf);
     char text[96];
@@ -926,7 +927,7 @@ static void check_args_init(const char *fn, tile_status (*init)(void *args, size
     snprintf(text, sizeof text, "%s: args is NULL", fn);
     assert_message(text);
     (*calls)++;
-    const size_t small[] = {0, 1, sizeof(size_t), last_field, size - 1};
+    const size_t small[] = {0, 1, sizeof(size_t), last_field, v1_size - 1};
     for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
         memset(buf, 0xee, sizeof buf);
         assert_int_equal(init(buf, small[i]), INV);
@@ -935,7 +936,7 @@ static void check_args_init(const char *fn, tile_status (*init)(void *args, size
         for (size_t j = 0; j < sizeof buf; j++) assert_int_equal(buf[j], 0xee);
         (*calls)++;
     }
-    const size_t sizes[] = {size, size + 8, size + 64};
+    const size_t sizes[] = {v1_size, size, size + 8, size + 64};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         memset(buf, 0xee, sizeof buf);
         assert_int_equal(init(buf, sizes[i]), TILE_STATUS_SUCCESS);
@@ -950,12 +951,13 @@ static void check_args_init(const char *fn, tile_status (*init)(void *args, size
 
 /* What the entry points of every args op share, on `valid` args (BF16; never run) and
  * `broken` ones (valid but for what `broken_message` names): NULL args and struct_size below
- * version 1's (`last_field`, the offset of its last field, among others) through all three;
- * explain's decision checked first and never written, then its arch; the variant index's range,
- * then its op and dtype (`other`: variants of other ops or dtypes), both before the device. */
+ * version 1's `v1_size` (`last_field`, the offset of its last field, and v1_size - 1 among
+ * others) through all three; explain's decision checked first and never written, then its
+ * arch; the variant index's range, then its op and dtype (`other`: variants of other ops or
+ * dtypes), both before the device. */
 static void check_args_entry_points(const args_op *op, const void *valid, const void *broken,
-                                    const char *broken_message, size_t last_field, int32_t arch,
-                                    const int32_t other[3]) {
+                                    const char *broken_message, size_t v1_size,
+                                    size_t last_field, int32_t arch, const int32_t other[3]) {
     char text[128];
     for (int e = 0; e < ARGS_ENTRIES; e++) {
         poison_buffers(op->buffers);
@@ -966,7 +968,7 @@ static void check_args_entry_points(const args_op *op, const void *valid, const 
     }
     _Alignas(256) unsigned char args[1024];
     assert_true(op->args_size <= sizeof args);
-    const size_t sizes[] = {0, 1, sizeof(size_t), last_field, op->args_size - 1};
+    const size_t sizes[] = {0, 1, sizeof(size_t), last_field, v1_size - 1};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         memcpy(args, valid, op->args_size);
         memcpy(args, &sizes[i], sizeof sizes[i]); /* struct_size comes first */
@@ -1127,6 +1129,9 @@ static void attn_expect(int line, const char *what, int entries,
 /* The largest q_batch_stride of the base case whose last element ends within INT64_MAX bytes:
  * 32 + stride + 7 * 64 + 32 elements of 2 bytes. */
 #define ATTN_EDGE (INT64_MAX / 2 - 32 - 7 * 64 - 32)
+
+/* tile_flash_attention_args as version 1 (0.3.0) defined them: today's whole struct. */
+#define ATTN_V1_SIZE (offsetof(tile_flash_attention_args, lse) + sizeof(float *))
 
 /* The base case and its varlen form are valid: explain picks an attention variant of the
  * dtype for sm_80 and sm_90. (tile_flash_attention itself would launch on host pointers where
@@ -1317,7 +1322,7 @@ static void test_attention_entry_points(void **state) {
     broken.q = NULL;
     const int32_t other[3] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
                               first_variant_of("attention", F16)};
-    check_args_entry_points(&attn_op, &a, &broken, "q is NULL",
+    check_args_entry_points(&attn_op, &a, &broken, "q is NULL", ATTN_V1_SIZE,
                             offsetof(tile_flash_attention_args, lse), 80, other);
     a.head_dim = 12;
     assert_int_equal(tile_flash_attention_variant(-1, &a, NULL), NSUP);
@@ -1362,7 +1367,7 @@ static tile_status attn_init(void *args, size_t size) { return tile_flash_attent
 static void test_attention_init(void **state) {
     (void)state;
     check_args_init("tile_flash_attention_init", attn_init, sizeof(tile_flash_attention_args),
-                    offsetof(tile_flash_attention_args, lse), &attn_calls);
+                    ATTN_V1_SIZE, offsetof(tile_flash_attention_args, lse), &attn_calls);
 }
 
 static void test_attention_call_count(void **state) {
@@ -1379,10 +1384,17 @@ static _Alignas(256) unsigned char gbbuf[BUF_BYTES];
 static _Alignas(256) unsigned char gcbuf[BUF_BYTES];
 static _Alignas(256) unsigned char gbiasbuf[BUF_BYTES];
 static _Alignas(256) unsigned char goffbuf[BUF_BYTES];
+static _Alignas(256) unsigned char gwsbuf[BUF_BYTES];
 
-static unsigned char *const gmm_bufs[] = {gabuf, gbbuf, gcbuf, gbiasbuf, goffbuf};
-static const char *const gmm_buf_names[] = {"a", "b", "c", "bias", "offsets"};
-static const buffer_set gmm_buffers = {gmm_bufs, gmm_buf_names, 5, 0x3b};
+static unsigned char *const gmm_bufs[] = {gabuf, gbbuf, gcbuf, gbiasbuf, goffbuf, gwsbuf};
+static const char *const gmm_buf_names[] = {"a", "b", "c", "bias", "offsets", "workspace"};
+static const buffer_set gmm_buffers = {gmm_bufs, gmm_buf_names, 6, 0x3b};
+
+/* tile_grouped_matmul_args as version 1 (0.4.0 to 0.6.0) defined them: up to offsets, where
+ * 0.7.0's workspace begins. What a caller compiled against 0.6 passes as struct_size. */
+#define GMM_V1_SIZE (offsetof(tile_grouped_matmul_args, offsets) + sizeof(const int32_t *))
+_Static_assert(GMM_V1_SIZE == offsetof(tile_grouped_matmul_args, workspace),
+               "workspace follows version 1's last field");
 
 static int setup_gmm(void **state) {
     (void)state;
@@ -1662,7 +1674,7 @@ static void test_grouped_matmul_entry_points(void **state) {
     broken.a = NULL;
     const int32_t other[3] = {first_variant_of("softmax", BF16), first_variant_of("norm", BF16),
                               first_variant_of("attention", BF16)};
-    check_args_entry_points(&gmm_op, &a, &broken, ": a is NULL",
+    check_args_entry_points(&gmm_op, &a, &broken, ": a is NULL", GMM_V1_SIZE,
                             offsetof(tile_grouped_matmul_args, offsets), 90, other);
     a.n = 0;
     assert_int_equal(tile_grouped_matmul_variant(-1, &a, NULL), INV);
@@ -1719,7 +1731,51 @@ static void test_grouped_matmul_entry_points(void **state) {
     a.c = gcbuf;
     args_expect(&gmm_op, __LINE__, "bias before offsets' alignment", G_ALL, &a, INV,
                 "bias_group_stride is 0");
+    a.bias_group_stride = 32;
+    a.workspace = gwsbuf + 1;
+    args_expect(&gmm_op, __LINE__, "offsets' alignment before workspace's", G_ALL, &a, MIS,
+                ": offsets (");
     assert_buffers_untouched(&gmm_buffers);
+}
+
+/* The workspace (since 0.7.0): NULL (init's) or 8-byte aligned passes, and is never read or
+ * written here; any other address is MISALIGNED, naming it, before the device and dispatch.
+ * A caller compiled against 0.6 passes version 1's struct_size, which ends where the workspace
+ * begins: whatever its memory holds there reads as NULL, so a misaligned value is not
+ * reported. */
+static void test_grouped_matmul_workspace(void **state) {
+    (void)state;
+    tile_grouped_matmul_args a = gmm_base();
+    assert_null(a.workspace); /* gmm_base filled it with 0x77 before init */
+    a.workspace = gwsbuf;
+    assert_gmm_valid(&a);
+    a.workspace = gwsbuf + 8;
+    assert_gmm_valid(&a);
+    GMM_CASE(G_ALL, MIS, ": workspace (", a.workspace = (void *)(uintptr_t)0x1001);
+    GMM_CASE(G_ALL, MIS, "is not 8-byte aligned (its tile counter is 64-bit)",
+             a.workspace = gwsbuf + 4);
+    GMM_CASE(G_ALL, MIS, ": workspace (", a.workspace = gwsbuf + 255);
+    /* before dispatch's MISALIGNED (a only element-aligned) */
+    GMM_CASE(G_ALL, MIS, ": workspace (", a.a = gabuf + 2, a.workspace = gwsbuf + 2);
+
+    /* a 0.6 caller: its struct ends before the workspace, and the memory after it holds
+     * garbage (a misaligned address where this version's workspace is) */
+    _Alignas(256) unsigned char old[sizeof(tile_grouped_matmul_args) + 64];
+    memset(old, 0xee, sizeof old);
+    a = gmm_base();
+    a.struct_size = GMM_V1_SIZE;
+    a.workspace = (void *)(uintptr_t)0x1001;
+    memcpy(old, &a, sizeof a);
+    const tile_grouped_matmul_args *args = (const tile_grouped_matmul_args *)(void *)old;
+    assert_gmm_valid(args);
+    /* the variant entry point passes validation too, up to its index (before the device) */
+    assert_int_equal(tile_grouped_matmul_variant(-1, args, NULL), INV);
+    assert_message("tile_grouped_matmul_variant: variant -1");
+    gmm_calls++;
+    /* this version's struct_size over the same bytes reads the garbage, and refuses it */
+    const size_t size = sizeof(tile_grouped_matmul_args);
+    memcpy(old, &size, sizeof size);
+    args_expect(&gmm_op, __LINE__, "0.7 struct_size", G_ALL, old, MIS, ": workspace (");
 }
 
 static tile_status gmm_init(void *args, size_t size) { return tile_grouped_matmul_init(args, size); }
@@ -1728,7 +1784,7 @@ static tile_status gmm_init(void *args, size_t size) { return tile_grouped_matmu
 static void test_grouped_matmul_init(void **state) {
     (void)state;
     check_args_init("tile_grouped_matmul_init", gmm_init, sizeof(tile_grouped_matmul_args),
-                    offsetof(tile_grouped_matmul_args, offsets), &gmm_calls);
+                    GMM_V1_SIZE, offsetof(tile_grouped_matmul_args, offsets), &gmm_calls);
 }
 
 static void test_grouped_matmul_call_count(void **state) {
@@ -1857,6 +1913,7 @@ int main(void) {
         cmocka_unit_test_setup(test_grouped_matmul_arguments, setup_gmm),
         cmocka_unit_test_setup(test_grouped_matmul_tensors, setup_gmm),
         cmocka_unit_test_setup(test_grouped_matmul_entry_points, setup_gmm),
+        cmocka_unit_test_setup(test_grouped_matmul_workspace, setup_gmm),
         cmocka_unit_test(test_grouped_matmul_init),
         cmocka_unit_test(test_grouped_matmul_call_count),
         cmocka_unit_test(test_variant_get_arguments),
