@@ -15,7 +15,8 @@
  *   fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
  *                    [--seqlen-k N] [--variant NAME] [--iters N]     TFLOP/s
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
- *                    [--variant NAME] [--iters N]     TFLOP/s, group sizes skewed (Dirichlet)
+ *                    [--fixed-schedule] [--variant NAME] [--iters N]
+ *                                                     TFLOP/s, group sizes skewed (Dirichlet)
  *   fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul] [--dtype D]
  *                 [--out FILE] [--verify] [--min-rows N] [--max-rows N] [--min-cols N] [--max-cols N]
  *                 [--times FILE] [--shapes RxC,...]

@@ -186,15 +186,20 @@ __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_ker
 
 // The producer warp's walk (warp-specialized variants). Without a tile counter, scheduler_next's.
 // With one, each program's first tile is blockIdx.x and every later one the counter's next
-// (past the grid's first tiles): a program that finishes early takes more, so no program waits
-// on a fixed share at the end (perf-notes G11), and the tiles in flight stay a window of
+// (past the grid's first tiles): a program whose tiles went fast takes more, so no program
+// waits on a fixed share at the end (perf-notes G11), and the tiles in flight stay a window of
 // consecutive numbers, which the bands' sharing of L2 wants. The counter is read a tile ahead
-// (lane 0 holds it), so its latency hides behind a tile's copies.
+// (lane 0 holds it: a program claims its next tile as it starts this one's copies), so its
+// latency hides behind them. Numbers only grow; one that does not (a workspace not zeroed, or
+// shared by calls running at once) ends the walk, so such misuse skips tiles (docs/api.md) but
+// never hangs or writes outside C.
 template <typename L>
 __device__ __forceinline__ bool scheduler_take(scheduler &s, const tile_gemm_kernel_args &a,
                                                tile_pos &pos) {
     if (!a.tile_counter) return scheduler_next<L>(s, a, pos);
-    s.next = __shfl_sync(0xffffffffu, s.pending, 0);
+    const int64_t number = __shfl_sync(0xffffffffu, s.pending, 0);
+    if (number < s.next) return false; // s.next: the last tile taken (first: blockIdx.x)
+    s.next = number;
     if (!scheduler_seek<L>(s, a)) return false;
     scheduler_position<L>(s, pos);
     if (lane_id() == 0) s.pending = gridDim.x + (int64_t)atomicAdd(a.tile_counter, 1ull);
@@ -203,9 +208,8 @@ __device__ __forceinline__ bool scheduler_take(scheduler &s, const tile_gemm_ker
 
 // Whether the tile at pos is a half tile (L::HALF_TILES, a.half_tiles; its rows lie in the first
 // 64): the consumers then split its columns instead of its rows. It takes less time than a full
-// tile, so the programs that take one fall out of step with the others; the host asks for half
-// tiles only where the groups average at most a row tile, whose programs share no B in L2
-// (perf-notes G10).
+// tile, so its program drifts from the others; where that costs the L2 sharing of B the host
+// does not ask for half tiles (wants_half_tiles, src/grouped_matmul.c; perf-notes G10, G11).
 template <typename L>
 __device__ __forceinline__ bool is_half_tile(const tile_gemm_kernel_args &a, const tile_pos &pos) {
     return L::HALF_TILES && a.half_tiles && pos.row_end - pos.row0 <= L::BM / 2;
@@ -419,6 +423,7 @@ __device__ __forceinline__ void produce_end(pipeline<L> &p, const tile_gemm_kern
     if (a.tile_counter) {
         __threadfence();
         if (atomicAdd(a.tile_counter + 1, 1ull) == gridDim.x - 1) {
+            __threadfence(); // every program's last read of [0] is ordered before these stores
             a.tile_counter[0] = 0;
             a.tile_counter[1] = 0;
         }
