@@ -91,11 +91,13 @@ def attention_seed(dtype=2, batch=2, heads_q=16, heads_kv=4, head_dim=128, causa
 
 
 def grouped_matmul_seed(dtype=2, groups=8, total_m=4096, n=4096, k=2048, flags=1,
-                        strides=None, offsets=(0, 0, 0, 0, 0), a=90, index=0, struct_size=None):
+                        strides=None, offsets=(0, 0, 0, 0, 0), a=90, index=0, struct_size=None,
+                        workspace=None):
     """The layout fuzz_grouped_matmul decodes after a first byte 0xD0 | dtype selector (3: f32).
     strides: {field number 0..5 (ldc, lda, b_group_stride, b_k_stride, b_n_stride,
     bias_group_stride): value} replacing the dense default. flags: 1 bias, 2/4/0x80 a/c/b NULL,
-    8 offsets NULL, 0x10 offsets misaligned, 0x40 B stored [groups, n, k]."""
+    8 offsets NULL, 0x10 offsets misaligned, 0x40 B stored [groups, n, k]. workspace: the
+    byte after them (0 or None: NULL, w: w - 1 bytes past an 8-byte aligned address)."""
     sel = {1: 1, 2: 2, 0: 3}[dtype]
     b = bytes([0xD0 | sel])
     b += i32(groups) + i64(total_m) + i64(n) + i64(k)
@@ -112,6 +114,8 @@ def grouped_matmul_seed(dtype=2, groups=8, total_m=4096, n=4096, k=2048, flags=1
     b += struct.pack(">HHHHH", *offsets) + attention_arch(a) + i32(index)
     if struct_size is not None:
         b += struct.pack(">H", struct_size)
+    if workspace is not None:
+        b += bytes([workspace])
     return b
 
 
@@ -183,6 +187,8 @@ SEEDS = {
     "gmm_offsets_null": grouped_matmul_seed(flags=8),
     "gmm_overflow": grouped_matmul_seed(strides={2: 2**62}),
     "gmm_arch_0": grouped_matmul_seed(a=0),
+    "gmm_workspace": grouped_matmul_seed(workspace=1),
+    "gmm_workspace_misaligned": grouped_matmul_seed(workspace=5),
     "gmm_short_struct": grouped_matmul_seed(struct_size=40),
 }
 

@@ -398,9 +398,10 @@ static int offsets_distinct(const int64_t strides[3], const int64_t counts[3]) {
  * bits (3: f32), then groups (int32), total_m, n, k (int64), a flag byte, a mask byte whose
  * bits replace the dense strides (ldc, lda, b_group_stride, b_k_stride, b_n_stride,
  * bias_group_stride, in that order) with fuzzed int64s, 5 pointer offsets (a, b, c, bias,
- * offsets: 2 bytes each), arch, a variant index, a struct size (flag 0x20). Flags: 1 bias, 2 a
- * NULL, 4 c NULL, 8 offsets NULL, 0x10 offsets 2 bytes off, 0x40 B stored [groups, n, k],
- * 0x80 b NULL. */
+ * offsets: 2 bytes each), arch, a variant index, a struct size (flag 0x20), a workspace byte
+ * (0: NULL, else that many bytes past a pointer of its own, 1 below 8-byte alignment). Flags: 1
+ * bias, 2 a NULL, 4 c NULL, 8 offsets NULL, 0x10 offsets 2 bytes off, 0x40 B stored [groups, n,
+ * k], 0x80 b NULL. */
 static int fuzz_grouped_matmul(reader *r, uint8_t dsel) {
     tile_grouped_matmul_args a;
     memset(&a, 0, sizeof a);
@@ -437,6 +438,8 @@ static int fuzz_grouped_matmul(reader *r, uint8_t dsel) {
                                          : arch_raw - 64;
     const int32_t index = take_i32(r);
     const size_t struct_size = (flags & 0x20) ? (size_t)take(r, 2) % (2 * sizeof a) : sizeof a;
+    const uint8_t workspace = (uint8_t)take(r, 1);
+    a.workspace = workspace ? (void *)(base + 5 * (uintptr_t)0x1000000 + workspace - 1) : NULL;
 
     const int valid = fuzz_versioned(&grouped_matmul_entry_points, &a, sizeof a, a.dtype, arch,
                                      index, struct_size);
@@ -453,6 +456,7 @@ static int fuzz_grouped_matmul(reader *r, uint8_t dsel) {
         CHECK(!(a.b_k_stride == 1 && a.b_n_stride == 1) || a.n == 1 || a.k == 1);
         CHECK(a.b_group_stride >= 0 && a.b_k_stride >= 0 && a.b_n_stride >= 0);
         CHECK(a.a && a.b && a.c && a.offsets && (uintptr_t)a.offsets % 4 == 0);
+        CHECK((uintptr_t)a.workspace % 8 == 0);
         CHECK((uintptr_t)a.a % elem == 0 && (uintptr_t)a.b % elem == 0 &&
               (uintptr_t)a.c % elem == 0 && (uintptr_t)a.bias % elem == 0);
         CHECK(!a.bias || a.bias_group_stride >= 0);
