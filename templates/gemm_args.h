@@ -29,8 +29,8 @@ typedef struct tile_gemm_kernel_args {
     int32_t groups;
     int32_t b_kmajor;          /* 1: B_g is [n, k] with k contiguous; 0: [k, n], n contiguous */
     int32_t c_by_map;          /* 1: full 64-row tile halves go out through c_map */
-    int32_t half_tiles;        /* 1: a tile of 64 rows or fewer is split by columns (groups
-                                * average at most a row tile: perf-notes G10) */
+    int32_t half_tiles;        /* 1: a tile of 64 rows or fewer is split by columns (where the
+                                * host asks: wants_half_tiles, perf-notes G10, G11) */
     /* The caller's workspace, or NULL: [0] tiles taken past the grid's first, [1] programs
      * done; the last program out zeroes both. The warp-specialized variants take tiles from
      * it as they finish (perf-notes G11); the others never touch it. */

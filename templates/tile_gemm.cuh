@@ -83,11 +83,13 @@ struct tile_pos {
     int64_t number;
 };
 
-// Tiles are numbered group by group; a program takes tiles blockIdx.x, + gridDim.x, ... and
-// keeps a cursor over the groups (tile numbers only grow, so the walk is done once per
-// program). Every thread computes the same cursor: no shared memory, no barrier.
+// Tiles are numbered group by group; a program takes tiles blockIdx.x, + gridDim.x, ... (or,
+// with a tile counter, the counter's: scheduler_take) and keeps a cursor over the groups (tile
+// numbers only grow, so the walk is done once per program). Every thread of a walk computes the
+// same cursor: no shared memory, no barrier.
 struct scheduler {
-    int64_t next;            // the tile this program takes next
+    int64_t next;            // the tile this program takes next (with a tile counter, and in
+                             // scheduler_handed: the one it took last)
     int32_t group;           // cursor: group, its rows and its tiles [base, base + tiles)
     int64_t start, end;
     int64_t base, tiles;
