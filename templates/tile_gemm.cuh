@@ -438,7 +438,11 @@ template <typename L>
 __device__ __forceinline__ bool scheduler_handed(scheduler &s, const tile_gemm_kernel_args &a,
                                                  const pipeline<L> &p, tile_pos &pos) {
     mbarrier_wait(&p.full[p.stage], p.phase); // consume_k_tile's wait then returns at once
-    const int64_t number = p.tile_of[p.stage];
+    // Lane 0 alone reads the number: its arrival on the stage's empty barrier (a release of its
+    // own accesses only) is what orders the read before the producer's next write there.
+    int64_t number = 0;
+    if (lane_id() == 0) number = p.tile_of[p.stage];
+    number = __shfl_sync(0xffffffffu, number, 0);
     if (number < 0) return false;
     s.next = number;
     scheduler_seek<L>(s, a);
