@@ -1130,7 +1130,7 @@ void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_
         .b_group_stride = b_outer * b_ld, .b_k_stride = c->b_nk ? 1 : b_ld,
         .b_n_stride = c->b_nk ? b_ld : 1, .bias = c->bias ? DP(dbias) : NULL,
         .bias_group_stride = c->bias ? bias_ld : 0, .offsets = DP(bends),
-        .workspace = bws ? DP(bws) : NULL};
+        .workspace = DP(bws)}; /* 0: NULL, the fixed schedule */
 #undef DP
     p->a = a, p->b = b, p->bias = bias, p->ends = ends;
     const CUdeviceptr bufs[] = {ba, bb, bc, bbias, bends, bws};

@@ -94,7 +94,7 @@ struct scheduler {
     int64_t start, end;
     int64_t base, tiles;
     int32_t n_tiles;         // BN-column tiles of C
-    int32_t band;            // row tiles a band (scheduler_next)
+    int32_t band;            // row tiles a band (scheduler_position)
     int64_t pending;         // scheduler_take with a tile counter: the tile taken next (lane 0)
 };
 
