@@ -125,7 +125,7 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
- * boxes of 64 k x BLOCK_M rows; B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k;
+ * boxes of 64 k x BLOCK_M rows and of 64 k x 8 rows (half tiles); B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k;
  * C, where its layout allows, in boxes of 64 n x 64 rows (the epilogue's copies out). */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
                                int64_t block_m, int64_t block_n, tile_gemm_kernel_args *k) {
@@ -136,6 +136,9 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     const int64_t a_dims[2] = {a->k, a->total_m}, a_strides[1] = {a->lda};
     const uint32_t a_box[2] = {64, (uint32_t)block_m};
     tile_status s = tile_encode_tensor_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    const uint32_t a_rows_box[2] = {64, 8};
+    s = tile_encode_tensor_map(fn, "a", &k->a_rows_map, a->dtype, a->a, 2, a_dims, a_strides, a_rows_box);
     if (s != TILE_STATUS_SUCCESS) return s;
     const int64_t inner = kmajor ? a->k : a->n, outer = kmajor ? a->n : a->k;
     /* One group: any stride past the matrix (the map's dims must not overlap). */

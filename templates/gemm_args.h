@@ -14,8 +14,9 @@ typedef struct tile_gemm_kernel_args {
      * [groups, k, n] in boxes of 64 n x 64 k (N-major). 128-byte swizzled, as wgmma reads.
      * c_map: C [total_m, n] in boxes of 64 n x 64 rows, as the epilogue's staging is laid out;
      * encoded only where C allows it (c_by_map 1): 16-byte aligned, rows and n 16-byte
-     * multiples (a store stops at n in whole 16 bytes). */
-    CUtensorMap a_map, b_map, c_map;
+     * multiples (a store stops at n in whole 16 bytes). a_rows_map: A in boxes of 64 k x 8 rows,
+     * for half tiles (rows past the group come from past A's end: zeros). */
+    CUtensorMap a_map, b_map, c_map, a_rows_map;
     void *c;
     const void *a, *b;
     const void *bias;          /* [groups, n] rows bias_group apart, or NULL */

@@ -243,11 +243,11 @@ static int64_t grouped_matmul_programs(const tile_variant_info *v,
     return (ceil_div(g->total_m, param(v, "BLOCK_M")) + g->groups) *
            ceil_div(g->n, param(v, "BLOCK_N"));
 }
-/* Tensor maps: A and B for a warp-specialized variant (WARPGROUPS 3), and C where its rows end
- * on a 16-byte boundary (n a multiple of 8; C's base and ldc always are). */
+/* Tensor maps: A (in two box heights) and B for a warp-specialized variant (WARPGROUPS 3), and C
+ * where its rows end on a 16-byte boundary (n a multiple of 8; C's base and ldc always are). */
 static int grouped_matmul_maps(const tile_variant_info *v, const tile_grouped_matmul_args *g) {
     if (param(v, "WARPGROUPS") < 3) return 0;
-    return g->n % 8 == 0 ? 3 : 2;
+    return g->n % 8 == 0 ? 4 : 3;
 }
 
 /* ------------------------------------------------------------------ dispatched calls */
