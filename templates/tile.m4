@@ -465,7 +465,8 @@ m4_define(<|TILE_GEMM_PRODUCER_WARP|>, <|tile::gemm::is_producer_warp<$1>()|>)
 m4_define(<|TILE_PRODUCER_REGISTERS|>, <|tile::warpgroup_registers_release<$1::PRODUCER_REGS>()|>)
 m4_define(<|TILE_CONSUMER_REGISTERS|>, <|tile::warpgroup_registers_claim<$1::CONSUMER_REGS>()|>)
 # TILE_GEMM_PRODUCE(pipe, tiles, a, pos, kt): wait for a free stage, then copy k-tile kt of the
-# tile at pos into it (tensor maps a.a_map, a.b_map; zeros outside the tensors).
+# tile at pos into it (tensor maps a.a_map, a.b_map; zeros outside the tensors; a half tile's
+# A in boxes of 8 rows, a.a_rows_map, its rows past the group as zeros).
 # TILE_GEMM_HALF_TILE(L, a, pos): whether the tile is a half tile (64 rows or fewer, on a layout
 # of 256-column consumers, where the host asks for them: a.half_tiles): each consumer then takes
 # the 64 rows by half the columns.
