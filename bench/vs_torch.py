@@ -60,12 +60,15 @@ SDPA's whole output (FLASH_ATTENTION's, else the first backend that ran); ours f
 is timed in 3 rounds over all of them, the order rotated a round, and its median over the
 rounds reported (as for grouped matmul, below). A round times a provider at a steady state:
 0.5 s of launches back to back untimed, then 20 batches of about 20 ms with no idle gap (the
-median batch), as a sustained workload runs at the GPU's power limit. Usage:
+median batch), as a sustained workload runs at the GPU's power limit. With --clocks,
+nvidia-smi samples the SM clock and board power every 50 ms, and each provider's medians over
+its timed batches (and TFLOP/s a GHz: its work a cycle, apart from the clock its power buys)
+go to the log and the JSON. Usage:
 
   python3 bench/vs_torch.py [--lib build/libfusedops.so] [--out DIR] [--json PATH]
                             [--dtypes bf16,f32] [--ops softmax,layernorm,...] [--shapes RxC,...]
                             [--attn-shapes BxHxSxD[xKV],...] [--variant NAME] [--no-compile]
-                            [--no-triton] [--reps N]
+                            [--no-triton] [--reps N] [--clocks]
   python3 bench/vs_torch.py --ops attention      # attention only
 
 Grouped matmul (--ops grouped_matmul) compares tile_grouped_matmul (ctypes, GroupedMatmulArgs
@@ -95,8 +98,11 @@ import ctypes
 import json
 import math
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -539,12 +545,56 @@ def triton_norm_launcher(rms, rows, cols):
 
 
 # ----------------------------------------------------------------------------- timing
+class ClockSampler:
+    """The GPU's SM clock, board power and active clock-event reasons, sampled by nvidia-smi
+    every SAMPLE_MS while the run lasts (--clocks). At the power cap the clock a provider gets
+    is part of its speed: TFLOP/s a GHz is its work a cycle, the clock what its power buys
+    (perf-notes, twenty-ninth session)."""
+
+    SAMPLE_MS = 50
+
+    def __init__(self, device_index):
+        self.samples = []  # (host time, MHz, W, reasons)
+        self.proc = subprocess.Popen(
+            ["nvidia-smi", f"--id={device_index}",
+             "--query-gpu=clocks.sm,power.draw,clocks_event_reasons.active",
+             "--format=csv,noheader,nounits", f"-lms={self.SAMPLE_MS}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = [x.strip() for x in line.split(",")]
+            try:
+                self.samples.append((time.perf_counter(), float(parts[0]), float(parts[1]),
+                                     parts[2]))
+            except (ValueError, IndexError):  # a field nvidia-smi cannot read here
+                continue
+
+    def window(self, start, end):
+        """{"sm_mhz", "board_w", "clock_event_reasons"} over host times [start, end] (medians),
+        or None where no sample fell in it."""
+        got = [x for x in self.samples if start <= x[0] <= end]
+        if not got:
+            return None
+        return {"sm_mhz": statistics.median(x[1] for x in got),
+                "board_w": statistics.median(x[2] for x in got),
+                "clock_event_reasons": sorted({x[3] for x in got})}
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
 class Timer:
     def __init__(self, reps):
         self.reps = reps
         self.start = torch.cuda.Event(enable_timing=True)
         self.stop = torch.cuda.Event(enable_timing=True)
         self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.sampler = None      # a ClockSampler (--clocks)
+        self.last_clocks = None  # its window over steady_per_launch_ms's timed batches
         self.cycles_per_ms = 0.0
         if self.sleep is not None:
             self.sleep(1000)
@@ -602,6 +652,10 @@ class Timer:
                 k += 1
             e.record()
         events[-1].synchronize()
+        if self.sampler is not None:  # the timed batches ended about when the host returned
+            end = time.perf_counter()
+            self.last_clocks = self.sampler.window(
+                end - events[0].elapsed_time(events[-1]) * 1e-3, end)
         return statistics.median(a.elapsed_time(b) / n for a, b in zip(events, events[1:]))
 
 
@@ -613,13 +667,17 @@ def record_in_rounds(res, record, timer, timed, extras, copies, batch, rounds=CO
     while timed is recorded with its error and leaves the later rounds."""
     names = list(timed)
     times, failed = {name: [] for name in names}, {}
+    clocks = {name: [] for name in names}
     for r in range(rounds):
         k = r % len(names) if names else 0
         for name in names[k:] + names[:k]:
             if name in failed:
                 continue
             try:
+                timer.last_clocks = None
                 times[name].append(timer.steady_per_launch_ms(timed[name], copies, batch))
+                if timer.last_clocks:
+                    clocks[name].append(timer.last_clocks)
             except Exception as e:  # noqa: BLE001 - reported as that provider's error
                 failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
     for name in names:
@@ -629,6 +687,13 @@ def record_in_rounds(res, record, timer, timed, extras, copies, batch, rounds=CO
             log(f"    {name}: failed while timed ({failed[name]})")
         else:
             record(name, statistics.median(times[name]), rounds_ms=times[name], **extras[name])
+            if clocks[name]:  # medians over the rounds, and the work a cycle at that clock
+                p = res["providers"][name]
+                p["sm_mhz"] = statistics.median(c["sm_mhz"] for c in clocks[name])
+                p["board_w"] = statistics.median(c["board_w"] for c in clocks[name])
+                p["clock_event_reasons"] = sorted({x for c in clocks[name]
+                                                   for x in c["clock_event_reasons"]})
+                p["tflops_per_ghz"] = p["tflops"] / (p["sm_mhz"] * 1e-3)
 
 
 def copy_gbps(timer):
@@ -1662,6 +1727,10 @@ def main():
                     help="torch and torch.compile outputs: kept alive over the input copies "
                     "(rotate: fresh buffers, as ours and Triton's) or dropped at once (recycle: "
                     "the caching allocator hands the same block back, L2-hot)")
+    ap.add_argument("--clocks", action="store_true",
+                    help="attention and grouped matmul: sample the SM clock and board power "
+                         "(nvidia-smi) while each provider is timed; TFLOP/s a GHz in the log "
+                         "and the JSON")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args()
@@ -1713,6 +1782,11 @@ def main():
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
     timer = Timer(args.reps or SOFTMAX_REPS)
+    if args.clocks:
+        if shutil.which("nvidia-smi"):
+            timer.sampler = ClockSampler(torch.cuda.current_device())
+        else:
+            log("--clocks: no nvidia-smi on PATH, clocks not sampled")
     ceiling = copy_gbps(timer)
     device = props.name
     info = {
@@ -1728,6 +1802,8 @@ def main():
         "peer_outputs": args.peer_outputs,  # rotate: every provider writes fresh outputs
         # ours only: on sm_90 back-to-back launches overlap unless FUSEDOPS_PDL=0 (docs/api.md)
         "fusedops_pdl": os.environ.get("FUSEDOPS_PDL", ""),
+        # --clocks: each TFLOP/s provider's sm_mhz, board_w, tflops_per_ghz (ClockSampler)
+        "clocks_sampled": timer.sampler is not None,
     }
     log(f"{device} (sm_{props.major}{props.minor}, {props.multi_processor_count} SMs, "
         f"L2 {l2_bytes >> 20} MiB), torch {torch.__version__}, triton {info['triton']}, "
@@ -1765,6 +1841,11 @@ def main():
                 parts = [f"{k} {p['tflops']:.0f}" if p.get("ms") is not None else f"{k} n/a"
                          for k, p in r["providers"].items()]
                 log(f"    TFLOP/s: {', '.join(parts)}  [{r.get('variant', '?')}]")
+                sampled = [f"{k} {p['sm_mhz']:.0f} MHz {p['board_w']:.0f} W "
+                           f"{p['tflops_per_ghz']:.0f}/GHz"
+                           for k, p in r["providers"].items() if p.get("sm_mhz")]
+                if sampled:
+                    log(f"    clocks (TFLOP/s a GHz): {', '.join(sampled)}")
                 save()
             info["elapsed_by_op_s"][op] = round(time.perf_counter() - t_op, 1)
             log(f"  {op}: {info['elapsed_by_op_s'][op]} s")
@@ -1817,6 +1898,8 @@ def main():
             "the faster of torch._grouped_mm and the torch.mm loop, its ms / ours ms; vs dense = "
             "one [total_m, K] x [K, N] torch.mm's ms / ours ms\n")
         log(gmm_table(gmm))
+    if timer.sampler is not None:
+        timer.sampler.close()
     if bad:
         log(f"\nFAILED: {bad} case(s) gave wrong results or broke (see above)")
     return 1 if bad else 0
