@@ -125,8 +125,9 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
- * boxes of 64 k x BLOCK_M rows and of 64 k x 8 rows (half tiles); B K-major in boxes of 64 k x BLOCK_N, N-major in 64 n x 64 k;
- * C, where its layout allows, in boxes of 64 n x 64 rows (the epilogue's copies out). */
+ * boxes of 64 k x BLOCK_M rows and of 64 k x 8 rows (half tiles); B K-major in boxes of 64 k x
+ * BLOCK_N, N-major in 64 n x 64 k; C, where its layout allows, in boxes of 64 n x 64 rows (the
+ * epilogue's copies out). */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
                                int64_t block_m, int64_t block_n, tile_gemm_kernel_args *k) {
     if (a->total_m > INT32_MAX)

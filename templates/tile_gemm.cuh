@@ -384,6 +384,8 @@ template <typename L> __device__ __forceinline__ pipeline<L> pipeline_start() {
 }
 template <typename L> __device__ __forceinline__ bool is_producer() { return threadIdx.x < 128; }
 
+template <typename L> __device__ __forceinline__ bool is_producer_warp() { return threadIdx.x < 32; }
+
 // Producer (one warp, whose lane 0 issues): waits for the next stage to be free, then copies
 // k-tile kt of the tile at pos into it by tensor map (zeros outside the tensors). A half tile
 // copies only the 64 rows its consumers read, in boxes of 8 rows: those holding its rows from A,
@@ -391,7 +393,6 @@ template <typename L> __device__ __forceinline__ bool is_producer() { return thr
 // a product costs follows its operands' bits; cuBLAS's padding is zeros too: perf-notes G16). A
 // tile of more rows copies one box, rows of the next group included (there 16 boxes a k-tile
 // cost more than the zeros save, G16).
-template <typename L> __device__ __forceinline__ bool is_producer_warp() { return threadIdx.x < 32; }
 template <typename L, typename T>
 __device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<L, T> &t,
                                                const tile_gemm_kernel_args &a, const tile_pos &pos,
@@ -409,7 +410,7 @@ __device__ __forceinline__ void produce_k_tile(pipeline<L> &p, const smem_tiles<
         tma_load_2d(t.a(p.stage), &a.a_map, k0, (int32_t)pos.row0, full);
     } else {
         const int64_t rows = pos.row_end - pos.row0;
-        mbarrier_expect_bytes(full, L::STAGE_BYTES - L::BM / 2 * L::BK * 2);
+        mbarrier_expect_bytes(full, L::STAGE_BYTES - L::A_BYTES / 2); // A's other 64 rows stay out
         unsigned char *as = reinterpret_cast<unsigned char *>(t.a(p.stage));
         for (int r = 0; r < L::BM / 2; r += 8) // past A's end (row total_m on) a box is zeros
             tma_load_2d(as + r * L::BK * 2, &a.a_rows_map, k0,
