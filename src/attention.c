@@ -150,7 +150,9 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     /* a varlen call: no tensor map can stop at a sequence's end */
     return (tile_problem){.op = attention_op, .dtype = a->dtype, .rows = rows,
                           .cols = a->head_dim, .align = align,
-                          .no_tensor_maps = a->cu_seqlens_q != NULL};
+                          .no_tensor_maps = a->cu_seqlens_q != NULL,
+                          .causal_seqlen_q = a->causal ? a->seqlen_q : 0,
+                          .causal_seqlen_k = a->causal ? a->seqlen_k : 0};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one

@@ -252,6 +252,54 @@ static int32_t weigh_waves(const tile_tuned_entry *e, const tile_problem *p, dou
     return *runner_up_us < 0.9 * *winner_us ? e->runner_up : e->variant;
 }
 
+/* Query-key pairs the blocks of variant v compute for one head of a causal call, as the kernels
+ * walk it (program_block_at, templates/tile_attention.cuh): a block visits the key tiles up to
+ * its last row's diagonal (bottom-right aligned), over all its rows, or in whole warpgroups of
+ * 64 where its consumers skip those past the sequence (three or more: ws_rows_past). 0 past
+ * 4096 blocks a head, where the diagonal is under 0.1% of the work. */
+static double causal_pairs(const tile_variant *v, int64_t seq_q, int64_t seq_k) {
+    const int64_t bm = v->rows_per_program, bn = tile_variant_param(v, "BLOCK_N");
+    if (bm < 1 || bn < 1 || seq_q < 1 || seq_k < 1 || (seq_q + bm - 1) / bm > 4096) return 0.0;
+    const int64_t quantum = tile_variant_param(v, "WARPGROUPS") >= 4 ? 64 : bm;
+    const int64_t key_tiles = (seq_k + bn - 1) / bn;
+    double pairs = 0.0;
+    for (int64_t m0 = 0; m0 < seq_q; m0 += bm) {
+        const int64_t end = m0 + bm < seq_q ? m0 + bm : seq_q;
+        const int64_t last_key = end - 1 + seq_k - seq_q; /* the last key a row here sees */
+        int64_t tiles = last_key < 0 ? 0 : last_key / bn + 1;
+        if (tiles > key_tiles) tiles = key_tiles;
+        pairs += (double)((end - m0 + quantum - 1) / quantum * quantum) * (double)(tiles * bn);
+    }
+    return pairs;
+}
+
+/* Causal attention: a bucket's winner and runner-up were timed on full attention, where every
+ * block visits every key tile. A causal call's blocks stop at the diagonal in whole key tiles,
+ * so a taller block computes more pairs past it; where the two differ in height, each time is
+ * scaled by the pairs its blocks compute over the full call's, and the runner-up taken where
+ * that predicts it over 2% faster (head dim 64 on an H200: 128-row blocks 3-7% faster than the
+ * tuned 192 up to 1024 keys, 11% slower at 16384; the model's error was within 3% except at
+ * 4096 keys, 6%: perf-notes A27). Returns the variant, with both predictions (0 where not
+ * weighed). */
+static int32_t weigh_causal(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
+                            double *runner_up_us) {
+    *winner_us = *runner_up_us = 0.0;
+    if (strcmp(p->op, "attention") || p->causal_seqlen_q < 1 || p->causal_seqlen_k < 1 ||
+        e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f))
+        return e->variant;
+    const tile_variant *winner = &tile_registry[e->variant], *runner_up = &tile_registry[e->runner_up];
+    if (winner->rows_per_program == runner_up->rows_per_program ||
+        !tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
+        return e->variant;
+    const double full = (double)p->causal_seqlen_q * (double)p->causal_seqlen_k;
+    const double w = causal_pairs(winner, p->causal_seqlen_q, p->causal_seqlen_k),
+                 r = causal_pairs(runner_up, p->causal_seqlen_q, p->causal_seqlen_k);
+    if (!(w > 0.0 && r > 0.0)) return e->variant;
+    *winner_us = e->time_us * w / full;
+    *runner_up_us = e->runner_up_us * r / full;
+    return *runner_up_us < 0.98 * *winner_us ? e->runner_up : e->variant;
+}
+
 /* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows
  * is the average group's rows and p->cols the columns of C. */
 static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) {
@@ -410,14 +458,24 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     }
     if (best) {
         double winner_us, runner_up_us;
+        /* (the row-wise ops are weighed by waves, causal attention by its diagonal) */
         decision->variant = weigh_waves(best, p, &winner_us, &runner_up_us);
+        int causal = 0;
+        if (winner_us == 0.0) {
+            decision->variant = weigh_causal(best, p, &winner_us, &runner_up_us);
+            causal = winner_us > 0.0;
+        }
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
-        char waves_note[160] = "";
+        char waves_note[160] = "", at[64];
+        if (causal)
+            snprintf(at, sizeof at, "causal at %lld x %lld keys", (long long)p->causal_seqlen_q,
+                     (long long)p->causal_seqlen_k);
+        else
+            snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;
         if (winner_us > 0.0) /* the variant taken first */
-            snprintf(waves_note, sizeof waves_note,
-                     "; by waves at %lld rows, %s %.2f us against %s %.2f us",
-                     (long long)p->rows, took_winner ? "winner" : "runner-up",
+            snprintf(waves_note, sizeof waves_note, "; %s, %s %.2f us against %s %.2f us", at,
+                     took_winner ? "winner" : "runner-up",
                      took_winner ? winner_us : runner_up_us, took_winner ? "runner-up" : "winner",
                      took_winner ? runner_up_us : winner_us);
         char tag[24] = ""; /* a line of this device's memory bandwidth */
@@ -471,6 +529,7 @@ typedef struct cached_decision {
     int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps,
         mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
+    int64_t causal_seqlen_q, causal_seqlen_k; /* (one head's work a shape splits otherwise) */
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -484,13 +543,16 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
      * inputs; a table op apart), nor two devices of one arch but other memory systems */
     h ^= (uint64_t)((p->table_op != NULL) + 2 * (uint32_t)p->mem_bandwidth_gbs) *
          0xff51afd7ed558ccdull;
+    /* nor causal calls of one query count in other sequence lengths */
+    h ^= (uint64_t)p->causal_seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->causal_seqlen_k;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
         c->optional_inputs == p->optional_inputs && c->pointwise == p->pointwise &&
         c->no_tensor_maps == p->no_tensor_maps && c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
-        c->blocks_per_sm == p->blocks_per_sm) {
+        c->blocks_per_sm == p->blocks_per_sm && c->causal_seqlen_q == p->causal_seqlen_q &&
+        c->causal_seqlen_k == p->causal_seqlen_k) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -501,7 +563,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
                            p->optional_inputs, p->pointwise, p->no_tensor_maps,
                            p->mem_bandwidth_gbs,
-                           p->blocks_per_sm};
+                           p->blocks_per_sm,   p->causal_seqlen_q, p->causal_seqlen_k};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

@@ -64,6 +64,10 @@ typedef struct tile_problem {
     const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain
                                    * for another arch): tuned entries are then not weighed
                                    * by waves */
+    int64_t causal_seqlen_q, causal_seqlen_k; /* a causal attention call's query and key
+                                               * lengths (the longest, varlen), 0 otherwise:
+                                               * a tuned entry's two block heights are weighed
+                                               * by the key tiles their blocks visit */
 } tile_problem;
 
 /* Fills in p's device fields (arch, SM count, shared memory, occupancy) from `device`. */

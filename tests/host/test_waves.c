@@ -1,8 +1,8 @@
 /* Dispatch weighs a tuned bucket's winner against its runner-up by waves (src/dispatch.c,
- * weigh_waves; docs/tuning.md): a table written to FUSEDOPS_TUNING_FILE, problems built by hand
- * with a made-up device occupancy (and memory bandwidth), tile_dispatch called directly. No GPU
- * needed. The table is
- * read once per process, so every case shares the one written by main. */
+ * weigh_waves; docs/tuning.md), and causal attention's by the diagonal (weigh_causal): a table
+ * written to FUSEDOPS_TUNING_FILE, problems built by hand with a made-up device occupancy (and
+ * memory bandwidth), tile_dispatch called directly. No GPU needed. The table is read once per
+ * process, so every case shares the one written by main. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -89,6 +89,57 @@ static void test_not_for_attention(void **state) {
                       .smem_limit = tile_arch_smem_limit(90), .blocks_per_sm = blocks_per_sm};
     assert_string_equal(dispatched(&p, &d), "attention_bf16_d128_m64_n64_w4");
     assert_null(strstr(d.reason, "waves"));
+}
+
+/* Causal attention weighs a bucket's two block heights by the key tiles their blocks visit up
+ * to the diagonal (weigh_causal): the line below is the compiled table's head-dim-64 one,
+ * timed on full attention (192-row blocks 318.60 us, 128-row 341.74). */
+#define WS3 "attention_bf16_d64_m192_n128_s2_ws_sm90"
+#define WS "attention_bf16_d64_m128_n128_s2_ws_sm90"
+static tile_problem causal_problem(int64_t seq_q, int64_t seq_k) {
+    return (tile_problem){.op = "attention", .dtype = TILE_DTYPE_BF16, .rows = 262144, .cols = 64,
+                          .align = 16, .arch = 90, .sm_count = SMS,
+                          .smem_limit = tile_arch_smem_limit(90), .blocks_per_sm = blocks_per_sm,
+                          .causal_seqlen_q = seq_q, .causal_seqlen_k = seq_k};
+}
+static void test_causal_block_heights(void **state) {
+    (void)state;
+    tile_decision d;
+    tile_problem p = causal_problem(0, 0); /* full attention: as tuned */
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_null(strstr(d.reason, "causal"));
+    /* 1024 keys: 192-row blocks compute 655360 pairs a head, 128-row 589824 (of 524800 wanted):
+     * 318.60 x 0.625 = 199.13 us against 341.74 x 0.5625 = 192.23 */
+    p = causal_problem(1024, 1024);
+    assert_string_equal(dispatched(&p, &d), WS);
+    assert_int_equal(d.rule, TILE_RULE_TUNED);
+    assert_non_null(strstr(d.reason, "causal at 1024 x 1024 keys, runner-up 192.23 us against winner 199.13 us"));
+    p = causal_problem(512, 512);
+    assert_string_equal(dispatched(&p, &d), WS);
+    /* 2048 keys: 178.59 us against 181.55, within the 2% margin; 16384: the diagonal is thin */
+    p = causal_problem(2048, 2048);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_non_null(strstr(d.reason, "causal at 2048 x 2048 keys, winner 178.59 us against runner-up 181.55 us"));
+    p = causal_problem(16384, 16384);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    /* 1024 queries at the end of 8192 keys: every block sees nearly all keys */
+    p = causal_problem(1024, 8192);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    /* over 4096 blocks a head: not weighed */
+    p = causal_problem(1 << 20, 1 << 20);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_null(strstr(d.reason, "causal"));
+    /* the decision cache tells one causal shape from another of the same rows */
+    int32_t variant;
+    p = causal_problem(16384, 16384);
+    assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_registry[variant].name, WS3);
+    p = causal_problem(1024, 1024);
+    assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_registry[variant].name, WS);
+    p = causal_problem(0, 0);
+    assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_registry[variant].name, WS3);
 }
 
 /* Lines tagged with a device's peak memory bandwidth (sm_90@2000) hold on devices within 10% of
@@ -179,6 +230,7 @@ int main(void) {
           "sm_90\tsoftmax\tbf16\t256x32768\t" STAGED "\n"
           "sm_90\tattention\tbf16\t32768x128\tattention_bf16_d128_m64_n64_w4\t100\t"
           "attention_bf16_d128_m128_n64_w8\t100.5\n"
+          "sm_90\tattention\tbf16\t262144x64\t" WS3 "\t318.60\t" WS "\t341.74\n"
           "sm_90\tsoftmax\tbf16\t1024x16384\t" LOOP "\n"
           /* a made-up memory system (the compiled table has lines for an H200's, 4814) */
           "sm_90@2000\tsoftmax\tbf16\t1024x16384\t" TAGGED "\n"
@@ -195,6 +247,7 @@ int main(void) {
         cmocka_unit_test(test_no_occupancy),
         cmocka_unit_test(test_runner_up_not_eligible_or_untimed),
         cmocka_unit_test(test_not_for_attention),
+        cmocka_unit_test(test_causal_block_heights),
         cmocka_unit_test(test_device_bandwidth_lines),
         cmocka_unit_test(test_parse_times),
     };
