@@ -168,14 +168,13 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
 /* Whether a group's last row tile of 64 rows or fewer is split by columns (a half tile). It
  * runs faster than a full tile: under the fixed order of tiles its program then runs out of
  * step with the others, and in k ahead of the full row tiles of its columns, whose k-tiles of
- * B it shared in L2 (perf-notes G10). With a tile counter the first cost goes (no program waits
- * on a fixed share); the second stays where k is long (over 64 k-tiles of 64) and groups
- * average under 4 row tiles (a large share of the tiles reading each B drift): perf-notes G11
- * measured half tiles 0-6% faster on 7 shapes with the counter, 3% slower on that one. */
+ * B it shared in L2 (perf-notes G10), so without a tile counter only short groups take them.
+ * With a counter no program waits on a fixed share; G11 still measured half tiles 3% slower
+ * where k is long and groups average under 4 row tiles (128 groups, k = 7168), but since a half
+ * tile copies only its 64 rows of A (G16) they are 1-2% faster there too (perf-notes G17). */
 static int wants_half_tiles(const tile_grouped_matmul_args *a, int64_t block_m) {
     const int64_t group_rows = (int64_t)a->groups * block_m; /* a row tile a group */
-    if (a->total_m <= group_rows) return 1;
-    return a->workspace && (a->k <= 64 * 64 || a->total_m >= 4 * group_rows);
+    return a->total_m <= group_rows || a->workspace != NULL;
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
