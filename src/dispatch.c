@@ -468,7 +468,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         char waves_note[160] = "", at[64];
         if (causal)
-            snprintf(at, sizeof at, "causal at %lld x %lld keys", (long long)p->causal_seqlen_q,
+            snprintf(at, sizeof at, "causal at %lld queries x %lld keys", (long long)p->causal_seqlen_q,
                      (long long)p->causal_seqlen_k);
         else
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);

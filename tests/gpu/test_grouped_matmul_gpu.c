@@ -41,8 +41,8 @@ static const int32_t single_rows[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11
 static const int32_t nothing[] = {0, 0, 0, 0};
 /* Groups whose last 128-row tile holds 64 rows or fewer: 40 rows (that tile only), 3 x 128 + 20,
  * 20 x 128 + 60 (two bands of row tiles). They average more than a tile's rows, so the
- * warp-specialized variants run those tiles whole; n 616 makes the column tiles odd in number
- * (3 of 256, 5 of 128). */
+ * warp-specialized variants run those tiles whole on the fixed schedule and as half tiles with a
+ * workspace; n 616 makes the column tiles odd in number (3 of 256, 5 of 128). */
 static const int32_t short_last_tiles[] = {40, 444, 3064};
 /* Groups averaging under 128 rows whose half tiles hold exactly 64 rows (64, 128 + 64), which go
  * out by C's tensor map, and one of 10 rows. */

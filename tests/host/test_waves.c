@@ -113,13 +113,13 @@ static void test_causal_block_heights(void **state) {
     p = causal_problem(1024, 1024);
     assert_string_equal(dispatched(&p, &d), WS);
     assert_int_equal(d.rule, TILE_RULE_TUNED);
-    assert_non_null(strstr(d.reason, "causal at 1024 x 1024 keys, runner-up 192.23 us against winner 199.13 us"));
+    assert_non_null(strstr(d.reason, "causal at 1024 queries x 1024 keys, runner-up 192.23 us against winner 199.13 us"));
     p = causal_problem(512, 512);
     assert_string_equal(dispatched(&p, &d), WS);
     /* 2048 keys: 178.59 us against 181.55, within the 2% margin; 16384: the diagonal is thin */
     p = causal_problem(2048, 2048);
     assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "causal at 2048 x 2048 keys, winner 178.59 us against runner-up 181.55 us"));
+    assert_non_null(strstr(d.reason, "causal at 2048 queries x 2048 keys, winner 178.59 us against runner-up 181.55 us"));
     p = causal_problem(16384, 16384);
     assert_string_equal(dispatched(&p, &d), WS3);
     /* 1024 queries at the end of 8192 keys: every block sees nearly all keys */
