@@ -284,8 +284,8 @@ static double causal_pairs(const tile_variant *v, int64_t seq_q, int64_t seq_k) 
 static int32_t weigh_causal(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
                             double *runner_up_us) {
     *winner_us = *runner_up_us = 0.0;
-    if (strcmp(p->op, "attention") || p->causal_seqlen_q < 1 || p->causal_seqlen_k < 1 ||
-        e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f))
+    if (p->causal_seqlen_q < 1 || p->causal_seqlen_k < 1 || e->runner_up < 0 ||
+        !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f))
         return e->variant;
     const tile_variant *winner = &tile_registry[e->variant], *runner_up = &tile_registry[e->runner_up];
     if (winner->rows_per_program == runner_up->rows_per_program ||
@@ -458,13 +458,11 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     }
     if (best) {
         double winner_us, runner_up_us;
-        /* (the row-wise ops are weighed by waves, causal attention by its diagonal) */
-        decision->variant = weigh_waves(best, p, &winner_us, &runner_up_us);
-        int causal = 0;
-        if (winner_us == 0.0) {
-            decision->variant = weigh_causal(best, p, &winner_us, &runner_up_us);
-            causal = winner_us > 0.0;
-        }
+        /* the row-wise ops are weighed by waves, causal attention (the only problems with
+         * causal lengths) by its diagonal */
+        const int causal = p->causal_seqlen_q > 0;
+        decision->variant = causal ? weigh_causal(best, p, &winner_us, &runner_up_us)
+                                   : weigh_waves(best, p, &winner_us, &runner_up_us);
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         char waves_note[160] = "", at[64];
         if (causal)
