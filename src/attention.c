@@ -241,6 +241,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     const int32_t head_group = (int32_t)group;
     const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
     const int paired = walk_in_pairs(device, variant, a, units);
+    const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
     tile_attention_kernel_args k = {
         .o = a->o,
         .q = a->q,
@@ -273,6 +274,11 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .head_group = head_group,
         .causal = a->causal,
         .paired = paired,
+        .group_units = tile_divisor_of((uint32_t)(head_group * units_a_pair)),
+        .group_pairs = tile_divisor_of((uint32_t)head_group),
+        .last_group_pairs = tile_divisor_of((uint32_t)(pairs - (pairs - 1) / head_group * head_group)),
+        .heads_q_div = tile_divisor_of((uint32_t)a->heads_q),
+        .heads_per_kv = tile_divisor_of((uint32_t)(a->heads_q / a->heads_kv)),
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
     };

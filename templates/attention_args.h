@@ -7,6 +7,35 @@
 #include <cuda.h> /* CUtensorMap */
 #include <stdint.h>
 
+/* A divisor fixed for a call, as a multiplier and a shift (Granlund and Montgomery, "Division
+ * by invariant integers using multiplication", 1994): tile_divide. A block's coordinates take
+ * four divisions by such divisors (tile::attn::walk_divide; perf-notes A30). */
+typedef struct tile_divisor {
+    uint32_t divisor, multiplier, shift;
+} tile_divisor;
+
+#ifdef __CUDACC__
+#define TILE_ARGS_INLINE __host__ __device__ static inline
+#else
+#define TILE_ARGS_INLINE static inline
+#endif
+
+/* Divisor d's multiplier and shift (1 <= d < 2^31; the host's, per call). */
+TILE_ARGS_INLINE tile_divisor tile_divisor_of(uint32_t d) {
+    uint32_t shift = 0;
+    while (((uint64_t)1 << shift) < d) shift++; /* ceil(log2(d)) */
+    const uint64_t multiplier = (((uint64_t)1 << 32) * (((uint64_t)1 << shift) - d)) / d + 1;
+    const tile_divisor r = {d, (uint32_t)multiplier, shift};
+    return r;
+}
+
+/* n / d.divisor for n below 2^31 (the walk's numbers: the host keeps a call's blocks at 2^30 or
+ * fewer): a high multiply, an add that cannot wrap there, and a shift, all 32-bit. */
+TILE_ARGS_INLINE uint32_t tile_divide(uint32_t n, tile_divisor d) {
+    const uint32_t high = (uint32_t)((uint64_t)n * d.multiplier >> 32);
+    return (high + n) >> d.shift;
+}
+
 typedef struct tile_attention_kernel_args {
     /* Tensor maps of the warp-specialized variants (copies by the tensor memory accelerator),
      * encoded per call by the host over (head_dim, seq, heads, batch), 128-byte swizzled in
@@ -28,6 +57,9 @@ typedef struct tile_attention_kernel_args {
     int32_t head_group;          /* (batch, head) pairs whose programs run together (>= 1) */
     int32_t causal;              /* 1: key j sees query i iff j <= i + seqlen_k - seqlen_q */
     int32_t paired;              /* 1: persistent programs walk causal blocks in long/short pairs */
+    /* The walk's divisors (program_block_at): a group's units (head_group pairs times the
+     * units of a pair), a group's pairs and the last group's, heads_q, heads_q / heads_kv. */
+    tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv;
     float scale;                 /* softmax scale */
     float scale_log2;            /* scale * log2(e): exponents are taken base 2 */
 } tile_attention_kernel_args;

@@ -63,6 +63,16 @@ struct block {
     bool empty;               // no query row of this block exists
 };
 
+// The walk's divisions, by numbers fixed for the call. At head dim 64, whose blocks are short,
+// the integer divisions (some 20 dependent instructions each) delayed the consumers between
+// blocks: the multiply form measured +1.5-2% there; at head dim 128 it measured level to -2%
+// (GQA, no cause found), so there the division stays (perf-notes A30).
+template <typename L>
+__device__ __forceinline__ uint32_t walk_divide(uint32_t n, const tile_divisor &d) {
+    if constexpr (L::HEAD_DIM <= 64) return tile_divide(n, d);
+    else return n / d.divisor;
+}
+
 // Query block number pid of the launch (a program's own with one block each: blockIdx.x), or
 // with a.paired position pid = blockIdx.x + turn * gridDim.x of a persistent program's causal walk.
 // 32-bit arithmetic: the host keeps the blocks of a call at 2^30 or fewer (a 64-bit division is a
@@ -86,16 +96,16 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     }
     const bool past = unit >= pairs * per_unit; // the walk's last turns: past the last unit
     if (past) unit = 0;
-    const uint32_t group = unit / (group_pairs * per_unit);
+    const uint32_t group = walk_divide<L>(unit, a.group_units);
     const uint32_t first = group * group_pairs, in_group = unit - first * per_unit;
-    const uint32_t size = pairs - first < group_pairs ? pairs - first : group_pairs;
-    const uint32_t pair = first + in_group % size; // b * heads_q + h
-    const int32_t j = (int32_t)(in_group / size);
+    const tile_divisor size = pairs - first < group_pairs ? a.last_group_pairs : a.group_pairs;
+    const int32_t j = (int32_t)walk_divide<L>(in_group, size);
+    const uint32_t pair = first + in_group - (uint32_t)j * size.divisor; // b * heads_q + h
     const int32_t mb = second ? j : a.m_blocks - 1 - j;
     const bool none = past || (second && mb == a.m_blocks - 1 - j); // or a middle block's twin
-    k.h = (int32_t)(pair % (uint32_t)a.heads_q);
-    k.b = (int32_t)(pair / (uint32_t)a.heads_q);
-    k.hk = k.h / (a.heads_q / a.heads_kv);
+    k.b = (int32_t)walk_divide<L>(pair, a.heads_q_div);
+    k.h = (int32_t)(pair - (uint32_t)k.b * (uint32_t)a.heads_q);
+    k.hk = (int32_t)walk_divide<L>((uint32_t)k.h, a.heads_per_kv);
     if (a.cu_seqlens_q) {
         k.q_start = a.cu_seqlens_q[k.b];
         k.seq_q = a.cu_seqlens_q[k.b + 1] - (int32_t)k.q_start;
