@@ -63,7 +63,7 @@ struct block {
     bool empty;               // no query row of this block exists
 };
 
-// The walk's divisions, by numbers fixed for the call. At head dim 64, whose blocks are short,
+// The walk's divisions, by numbers fixed for the call. At head dims to 64, whose blocks are short,
 // the integer divisions (some 20 dependent instructions each) delayed the consumers between
 // blocks: the multiply form measured +1.5-2% there; at head dim 128 it measured level to -2%
 // (GQA, no cause found), so there the division stays (perf-notes A30).
