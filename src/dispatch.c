@@ -284,9 +284,8 @@ static double causal_pairs(const tile_variant *v, int64_t seq_q, int64_t seq_k) 
 static int32_t weigh_causal(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
                             double *runner_up_us) {
     *winner_us = *runner_up_us = 0.0;
-    if (p->causal_seqlen_q < 1 || p->causal_seqlen_k < 1 || e->runner_up < 0 ||
-        !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f))
-        return e->variant;
+    if (e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f))
+        return e->variant; /* (lengths under 1: causal_pairs counts none) */
     const tile_variant *winner = &tile_registry[e->variant], *runner_up = &tile_registry[e->runner_up];
     if (winner->rows_per_program == runner_up->rows_per_program ||
         !tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
@@ -464,7 +463,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         decision->variant = causal ? weigh_causal(best, p, &winner_us, &runner_up_us)
                                    : weigh_waves(best, p, &winner_us, &runner_up_us);
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
-        char waves_note[160] = "", at[64];
+        char weighing_note[160] = "", at[64];
         if (causal)
             snprintf(at, sizeof at, "causal at %lld queries x %lld keys", (long long)p->causal_seqlen_q,
                      (long long)p->causal_seqlen_k);
@@ -472,7 +471,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;
         if (winner_us > 0.0) /* the variant taken first */
-            snprintf(waves_note, sizeof waves_note, "; %s, %s %.2f us against %s %.2f us", at,
+            snprintf(weighing_note, sizeof weighing_note, "; %s, %s %.2f us against %s %.2f us", at,
                      took_winner ? "winner" : "runner-up",
                      took_winner ? winner_us : runner_up_us, took_winner ? "runner-up" : "winner",
                      took_winner ? runner_up_us : winner_us);
@@ -484,7 +483,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                  best_is_runtime ? "FUSEDOPS_TUNING_FILE" : "compiled", p->arch, tag,
                  strcmp(best->op, p->op) ? best->op : "", strcmp(best->op, p->op) ? " " : "",
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
-                 best_distance == 0 ? "" : " (nearest to this shape's bucket)", waves_note);
+                 best_distance == 0 ? "" : " (nearest to this shape's bucket)", weighing_note);
         take_lean_twin(p, decision);
         return TILE_STATUS_SUCCESS;
     }
