@@ -314,7 +314,16 @@ typedef struct tile_flash_attention_args {
     float *lse;               /* NULL, or fp32 log-sum-exp (natural log) per (head, query):
                                  fixed lengths [batch, heads_q, seqlen_q], varlen
                                  [heads_q, total_q] */
+    /* Since 0.8.0 (a smaller struct_size reads as NULL): NULL, or device memory of at least
+     * TILE_FLASH_ATTENTION_WORKSPACE_BYTES, 8-byte aligned, zeroed once by the caller before
+     * its first call; every call leaves it zeroed. On Hopper the programs then take query
+     * blocks from a counter in it as they finish, not in a fixed order. Calls that share a
+     * workspace must not run at the same time (one stream, or one call in flight). */
+    void *workspace;
 } tile_flash_attention_args;
+
+/* Bytes of tile_flash_attention_args.workspace. */
+#define TILE_FLASH_ATTENTION_WORKSPACE_BYTES 64
 
 /* Zeroes *args (struct_size bytes of it, the caller's sizeof) and sets args->struct_size.
  * INVALID_ARGUMENT for a NULL args or a struct_size smaller than version 1's struct. */

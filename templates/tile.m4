@@ -356,17 +356,16 @@ static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles 
 m4_define(<|TILE_WS_RINGS|>, <|auto $1 = tile::attn::ws_rings_start<$2>()|>)
 m4_define(<|TILE_WS_PRODUCER|>, <|tile::attn::ws_is_producer<$1>()|>)
 m4_define(<|TILE_WS_PRODUCER_THREAD|>, <|tile::attn::ws_is_producer_thread<$1>()|>)
-# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once).
+# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once), its walk
+# position beside it for the consumers (inside TILE_FOR_ATTENTION_BLOCKS_TAKEN(blk, ...)).
 # TILE_WS_LOAD_KV(rings, tiles, a, blk, n): wait for a free K stage and a free V stage, copy key
 # and value tile n into them (zeros past the sequence and past head_dim).
-m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::attn::ws_load_q($1, $2, $3, $4)|>)
+m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::attn::ws_load_q($1, $2, $3, $4, $4_walk)|>)
 m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::attn::ws_load_kv($1, $2, $3, $4, $5)|>)
-# TILE_WS_WAIT_Q(rings): the consumers wait for the query block.
 # TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
 # TILE_WS_PV_START(pv, L, acc, rings, tiles): wait for the next value tile, start acc's
 # output += pv V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
 # hand the oldest K / V stage back once the products reading it are done.
-m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
 m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
 # TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_WG_PACK_P fills them).
 m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
@@ -391,13 +390,19 @@ m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$2|>, 2)tile::attn
 m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)tile::attn::ws_turn_wait<$2>($1)|>)
 m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)
 m4_define(<|TILE_WS_TURNS_FINISH|>, <|TILE_ARGS(<|TILE_WS_TURNS_FINISH|>, <|$2|>, 2)tile::attn::ws_turns_finish<$2>($1)|>)
-# TILE_FOR_ATTENTION_BLOCKS(blk, L, a) ... TILE_END_FOR: blk takes this program's query blocks
-# (blockIdx.x, + gridDim.x, ...: one each unless the grid makes the variant persistent; a
-# persistent causal walk takes them in long/short pairs, templates/tile_attention.cuh).
-m4_define(<|TILE_FOR_ATTENTION_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS|>, <|$3|>, 3)m4_dnl
-for (int64_t $1_pid = blockIdx.x, $1_turn = 0, $1_walk = tile::attn::attention_walk($3); m4_dnl
-$1_pid < $1_walk; $1_pid += gridDim.x, $1_turn++) { m4_dnl
-const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_pid, $1_turn);|>)
+# Warp-specialized variants: TILE_FOR_ATTENTION_BLOCKS_TAKEN(blk, L, a, rings) ... TILE_END_FOR:
+# the producer's walk, blk each query block it takes (the fixed order, or with a block counter
+# the counter's next as the program finishes: templates/tile_attention.cuh, ws_walk);
+# TILE_WS_HAND_END(rings, a): after it, the consumers' end.
+# TILE_FOR_ATTENTION_BLOCKS_HANDED(blk, L, a, rings) ... TILE_END_FOR: the consumers' walk, blk
+# each block the producer handed over, its Q landed.
+m4_define(<|TILE_FOR_ATTENTION_BLOCKS_TAKEN|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS_TAKEN|>, <|$4|>, 4)m4_dnl
+for (tile::attn::ws_walk $1_walk = tile::attn::ws_walk_start($3); tile::attn::ws_walk_more($1_walk); m4_dnl
+tile::attn::ws_walk_next($1_walk, $3)) { m4_dnl
+const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_walk.pid, $1_walk.turn);|>)
+m4_define(<|TILE_WS_HAND_END|>, <|tile::attn::ws_hand_end($1, $2)|>)
+m4_define(<|TILE_FOR_ATTENTION_BLOCKS_HANDED|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS_HANDED|>, <|$4|>, 4)m4_dnl
+for (tile::attn::block $1; tile::attn::ws_block_handed<$2>($4, $3, $1);) {|>)
 # TILE_WS_RELEASE_Q(rings): hand the query block's stage back (its last products are done).
 m4_define(<|TILE_WS_RELEASE_Q|>, <|$1.q.release()|>)
 # TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence.

@@ -674,16 +674,82 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
-// The producer's and the consumers' views of the three rings: Q (one stage, filled once per query block), K, V.
+// The walk position of a query block (program_block_at's pid and turn) as the producer hands it
+// to the consumers, beside the Q stage; pid -1 ends their walk.
+struct ws_position {
+    int32_t pid, turn;
+};
+// The producer's and the consumers' views of the three rings: Q (one stage, filled once per
+// query block, with the block's position), K, V.
 template <typename L> struct ws_rings {
     stage_ring<1> q;
     stage_ring<L::STAGES> k, v;
+    ws_position *handed;
 };
 // Collective, once per program.
 template <typename L> __device__ __forceinline__ ws_rings<L> ws_rings_start() {
+    __shared__ ws_position handed;
     return ws_rings<L>{stage_ring_start<1, L::CONSUMER_WARPS, 0>(),
                        stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 1>(),
-                       stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>()};
+                       stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>(), &handed};
+}
+
+// The producer's walk over query blocks: the fixed one (blockIdx.x, + gridDim.x, ...; with
+// a.paired, turns of long/short pairs), or with a block counter (a.block_counter) the first
+// block blockIdx.x and each next one the counter's, as the program finishes (perf-notes A28):
+// no program waits on a fixed share of unequal blocks. The next number is taken a block ahead,
+// so the atomic's latency hides behind this block's copies. Numbers only grow; one that does
+// not (a workspace not zeroed, or shared by calls running at once) ends the walk, so such misuse
+// skips blocks (docs/api.md) but never repeats one or hangs.
+// (32-bit: the host keeps a call's blocks at 2^30 or fewer, and the producer's 24 registers
+// spill 64-bit ones.)
+struct ws_walk {
+    int32_t pid, turn, end, pending;
+};
+__device__ __forceinline__ ws_walk ws_walk_start(const tile_attention_kernel_args &a) {
+    ws_walk w{(int32_t)blockIdx.x, 0, (int32_t)attention_walk(a), -1};
+    if (a.block_counter && w.pid < w.end) w.pending = (int32_t)counter_take(a.block_counter);
+    return w;
+}
+__device__ __forceinline__ bool ws_walk_more(const ws_walk &w) { return w.pid < w.end; }
+__device__ __forceinline__ void ws_walk_next(ws_walk &w, const tile_attention_kernel_args &a) {
+    if (!a.block_counter) {
+        w.pid += gridDim.x;
+        w.turn++;
+    } else if (w.pending <= w.pid) {
+        w.pid = w.end; // a counter that did not grow
+    } else {
+        w.pid = w.pending;
+        if (w.pid < w.end) w.pending = (int32_t)counter_take(a.block_counter);
+    }
+}
+// After the producer's walk: an end position for the consumers, behind the last block's Q
+// (a plain arrival completes the stage's phase: no bytes), and the counter's count of programs
+// done.
+template <typename L>
+__device__ __forceinline__ void ws_hand_end(ws_rings<L> &r, const tile_attention_kernel_args &a) {
+    mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
+    r.handed->pid = -1;
+    mbarrier_arrive(&r.q.full[r.q.stage]);
+    if (a.block_counter) counter_finish(a.block_counter);
+}
+// Consumers: the next query block the producer handed over, once its Q has landed; false at the
+// end of the walk. Lane 0 alone reads the position (its warp's arrival on Q's empty barrier, a
+// release of its own accesses only, is what orders the read before the producer's next write).
+template <typename L>
+__device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, const tile_attention_kernel_args &a,
+                                                block &k) {
+    (void)r.q.take();
+    int32_t pid = 0, turn = 0;
+    if (lane_id() == 0) {
+        pid = r.handed->pid;
+        turn = r.handed->turn;
+    }
+    pid = __shfl_sync(0xffffffffu, pid, 0);
+    turn = __shfl_sync(0xffffffffu, turn, 0);
+    if (pid < 0) return false;
+    k = program_block_at<L>(a, pid, turn);
+    return true;
 }
 template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
 template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
@@ -698,10 +764,15 @@ __device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map,
     for (int j = 0; j < L::D_BLOCKS; j++)
         tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, row0, h, b, bar);
 }
+// Q of block k, at walk position w: once the last block's Q is free, the position goes beside
+// it, and the stage's full barrier publishes both.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &t,
-                                          const tile_attention_kernel_args &a, const block &k) {
-    uint64_t *bar = r.q.acquire(L::Q_BYTES);
+                                          const tile_attention_kernel_args &a, const block &k,
+                                          const ws_walk &w) {
+    mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
+    *r.handed = ws_position{w.pid, w.turn};
+    uint64_t *bar = r.q.acquire(L::Q_BYTES); // (its wait returns at once)
     ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, k.m0, k.h, k.b, bar);
 }
 // Key and value tile n, each into the next free stage of its ring.
@@ -769,12 +840,11 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
     return k.m0 + 64 * wg >= k.seq_q;
 }
 // Such a warpgroup issues no products and stores nothing, but takes and hands back every stage,
-// Q's included (after its copies landed: an early arrival could count toward the stage's
-// previous use), and keeps its turns, as the loop does (n_end + 1 of them, none without a key
-// tile), so the rings and the round robin of the warpgroups with rows stay in step.
+// Q's included (taken with the block: ws_block_handed), and keeps its turns, as the loop does
+// (n_end + 1 of them, none without a key tile), so the rings and the round robin of the
+// warpgroups with rows stay in step.
 template <typename L>
 __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
-    (void)r.q.take();
     if (k.n_end == 0) { // no key tile: no turn either
         r.q.release();
         return;
