@@ -356,11 +356,11 @@ static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles 
 m4_define(<|TILE_WS_RINGS|>, <|auto $1 = tile::attn::ws_rings_start<$2>()|>)
 m4_define(<|TILE_WS_PRODUCER|>, <|tile::attn::ws_is_producer<$1>()|>)
 m4_define(<|TILE_WS_PRODUCER_THREAD|>, <|tile::attn::ws_is_producer_thread<$1>()|>)
-# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once), its walk
-# position beside it for the consumers (inside TILE_FOR_ATTENTION_BLOCKS_TAKEN(blk, ...)).
+# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once), the block
+# beside it for the consumers.
 # TILE_WS_LOAD_KV(rings, tiles, a, blk, n): wait for a free K stage and a free V stage, copy key
 # and value tile n into them (zeros past the sequence and past head_dim).
-m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::attn::ws_load_q($1, $2, $3, $4, $4_walk)|>)
+m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::attn::ws_load_q($1, $2, $3, $4)|>)
 m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::attn::ws_load_kv($1, $2, $3, $4, $5)|>)
 # TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
 # TILE_WS_PV_START(pv, L, acc, rings, tiles): wait for the next value tile, start acc's
@@ -402,9 +402,9 @@ tile::attn::ws_walk_next($1_walk, $3)) { m4_dnl
 const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_walk.pid, $1_walk.turn);|>)
 m4_define(<|TILE_WS_HAND_END|>, <|tile::attn::ws_hand_end($1, $2)|>)
 m4_define(<|TILE_FOR_ATTENTION_BLOCKS_HANDED|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS_HANDED|>, <|$4|>, 4)m4_dnl
-for (tile::attn::block $1; tile::attn::ws_block_handed<$2>($4, $3, $1);) {|>)
+for (tile::attn::block $1; tile::attn::ws_block_handed<$2>($4, $1);) {|>)
 # TILE_WS_RELEASE_Q(rings): hand the query block's stage back (its last products are done).
-m4_define(<|TILE_WS_RELEASE_Q|>, <|$1.q.release()|>)
+m4_define(<|TILE_WS_RELEASE_Q|>, <|TILE_ARGS(<|TILE_WS_RELEASE_Q|>, <|$1|>, 1)tile::attn::ws_release_q($1)|>)
 # TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence.
 # TILE_WS_PASS_BLOCK(turns, rings, L, blk): for such a warpgroup, the block's stages and turns
 # without products (the other warpgroups' loop stays in step).

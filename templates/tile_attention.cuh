@@ -101,7 +101,11 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     const tile_divisor size = pairs - first < group_pairs ? a.last_group_pairs : a.group_pairs;
     const int32_t j = (int32_t)walk_divide<L>(in_group, size);
     const uint32_t pair = first + in_group - (uint32_t)j * size.divisor; // b * heads_q + h
-    const int32_t mb = second ? j : a.m_blocks - 1 - j;
+    // Longest first: a causal call's last blocks see the most keys; a full call's last block may
+    // be short (a ragged end), so with a block counter, whose programs take the next block as
+    // they finish, it goes last (the fixed walk keeps one order, perf-notes A28).
+    const bool last_longest = a.causal || !a.block_counter;
+    const int32_t mb = second ? j : last_longest ? a.m_blocks - 1 - j : j;
     const bool none = past || (second && mb == a.m_blocks - 1 - j); // or a middle block's twin
     k.b = (int32_t)walk_divide<L>(pair, a.heads_q_div);
     k.h = (int32_t)(pair - (uint32_t)k.b * (uint32_t)a.heads_q);
@@ -674,21 +678,22 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
-// The walk position of a query block (program_block_at's pid and turn) as the producer hands it
-// to the consumers, beside the Q stage; pid -1 ends their walk.
-struct ws_position {
-    int32_t pid, turn;
+// What the consumers need of a block (fixed-length calls: no token offsets, and the key and
+// value head is the producer's), as the producer hands it over beside its Q; n_end -1 ends the
+// walk.
+struct ws_handed {
+    int32_t b, h, m0, n_end, seq_q, seq_k;
 };
 // The producer's and the consumers' views of the three rings: Q (one stage, filled once per
-// query block, with the block's position), K, V.
+// query block, with the block beside it), K, V.
 template <typename L> struct ws_rings {
     stage_ring<1> q;
     stage_ring<L::STAGES> k, v;
-    ws_position *handed;
+    ws_handed *handed;
 };
 // Collective, once per program.
 template <typename L> __device__ __forceinline__ ws_rings<L> ws_rings_start() {
-    __shared__ ws_position handed;
+    __shared__ __align__(16) ws_handed handed;
     return ws_rings<L>{stage_ring_start<1, L::CONSUMER_WARPS, 0>(),
                        stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 1>(),
                        stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>(), &handed};
@@ -729,27 +734,28 @@ __device__ __forceinline__ void ws_walk_next(ws_walk &w, const tile_attention_ke
 template <typename L>
 __device__ __forceinline__ void ws_hand_end(ws_rings<L> &r, const tile_attention_kernel_args &a) {
     mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
-    r.handed->pid = -1;
+    r.handed->n_end = -1;
     mbarrier_arrive(&r.q.full[r.q.stage]);
     if (a.block_counter) counter_finish(a.block_counter);
 }
 // Consumers: the next query block the producer handed over, once its Q has landed; false at the
-// end of the walk. Lane 0 alone reads the position (its warp's arrival on Q's empty barrier, a
-// release of its own accesses only, is what orders the read before the producer's next write).
+// end of the walk. Every lane reads the block (a broadcast), so none waits on a division after
+// Q lands; the warp's __syncwarp before its Q release (ws_release_q) orders these reads before
+// the producer's next write.
 template <typename L>
-__device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, const tile_attention_kernel_args &a,
-                                                block &k) {
+__device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
     (void)r.q.take();
-    int32_t pid = 0, turn = 0;
-    if (lane_id() == 0) {
-        pid = r.handed->pid;
-        turn = r.handed->turn;
-    }
-    pid = __shfl_sync(0xffffffffu, pid, 0);
-    turn = __shfl_sync(0xffffffffu, turn, 0);
-    if (pid < 0) return false;
-    k = program_block_at<L>(a, pid, turn);
-    return true;
+    const ws_handed w = *r.handed;
+    k.b = w.b, k.h = w.h, k.hk = 0, k.m0 = w.m0, k.n_end = w.n_end;
+    k.q_start = k.k_start = 0;
+    k.seq_q = w.seq_q, k.seq_k = w.seq_k, k.diagonal = w.seq_k - w.seq_q;
+    k.empty = false;
+    return w.n_end >= 0;
+}
+// A consumer warp hands the Q stage back: its lanes' reads of the handed block first.
+template <typename L> __device__ __forceinline__ void ws_release_q(ws_rings<L> &r) {
+    __syncwarp();
+    r.q.release();
 }
 template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
 template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
@@ -764,14 +770,13 @@ __device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map,
     for (int j = 0; j < L::D_BLOCKS; j++)
         tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, row0, h, b, bar);
 }
-// Q of block k, at walk position w: once the last block's Q is free, the position goes beside
-// it, and the stage's full barrier publishes both.
+// Q of block k: once the last block's Q is free, the block goes beside it, and the stage's full
+// barrier publishes both.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &t,
-                                          const tile_attention_kernel_args &a, const block &k,
-                                          const ws_walk &w) {
+                                          const tile_attention_kernel_args &a, const block &k) {
     mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
-    *r.handed = ws_position{w.pid, w.turn};
+    *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
     uint64_t *bar = r.q.acquire(L::Q_BYTES); // (its wait returns at once)
     ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, k.m0, k.h, k.b, bar);
 }
@@ -846,7 +851,7 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
 template <typename L>
 __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
     if (k.n_end == 0) { // no key tile: no turn either
-        r.q.release();
+        ws_release_q<L>(r);
         return;
     }
     for (int32_t n = k.n_end - 1; n >= 0; n--) {
@@ -854,7 +859,7 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
         (void)r.k.take();
         ws_turn_pass<L>(turns);
         r.k.release();
-        if (n == 0) r.q.release();
+        if (n == 0) ws_release_q<L>(r);
         (void)r.v.take();
         r.v.release();
     }
