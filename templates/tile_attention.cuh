@@ -739,24 +739,32 @@ __device__ __forceinline__ void ws_hand_end(ws_rings<L> &r, const tile_attention
     if (a.block_counter) counter_finish(a.block_counter);
 }
 // Consumers: the next query block the producer handed over, once its Q has landed; false at the
-// end of the walk. Every lane reads the block (a broadcast), so none waits on a division after
-// Q lands; the warp's __syncwarp before its Q release (ws_release_q) orders these reads before
-// the producer's next write.
+// end of the walk. Lane 0 reads the block (volatile: the load stays inside its branch) and
+// broadcasts it, so ptxas knows every value warp-uniform (a block read by every lane is not:
+// then it guards each product of the loop for a divergent warp, 4-6% at 192 rows, perf-notes
+// A28b); and the reader is the lane that hands the Q stage back, so the producer's next write
+// waits on that very thread's arrival.
 template <typename L>
 __device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
     (void)r.q.take();
-    const ws_handed w = *r.handed;
-    k.b = w.b, k.h = w.h, k.hk = 0, k.m0 = w.m0, k.n_end = w.n_end;
+    int32_t b = 0, h = 0, m0 = 0, n_end = 0, seq_q = 0, seq_k = 0;
+    if (lane_id() == 0) {
+        const uint32_t at = (uint32_t)__cvta_generic_to_shared(r.handed);
+        asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(b), "=r"(h), "=r"(m0), "=r"(n_end) : "r"(at) : "memory");
+        asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];"
+                     : "=r"(seq_q), "=r"(seq_k) : "r"(at + 16) : "memory");
+    }
+    k.b = __shfl_sync(0xffffffffu, b, 0), k.h = __shfl_sync(0xffffffffu, h, 0), k.hk = 0;
+    k.m0 = __shfl_sync(0xffffffffu, m0, 0), k.n_end = __shfl_sync(0xffffffffu, n_end, 0);
     k.q_start = k.k_start = 0;
-    k.seq_q = w.seq_q, k.seq_k = w.seq_k, k.diagonal = w.seq_k - w.seq_q;
+    k.seq_q = __shfl_sync(0xffffffffu, seq_q, 0), k.seq_k = __shfl_sync(0xffffffffu, seq_k, 0);
+    k.diagonal = k.seq_k - k.seq_q;
     k.empty = false;
-    return w.n_end >= 0;
+    return k.n_end >= 0;
 }
-// A consumer warp hands the Q stage back: its lanes' reads of the handed block first.
-template <typename L> __device__ __forceinline__ void ws_release_q(ws_rings<L> &r) {
-    __syncwarp();
-    r.q.release();
-}
+// A consumer warp hands the Q stage back (lane 0, which read the handed block, arrives).
+template <typename L> __device__ __forceinline__ void ws_release_q(ws_rings<L> &r) { r.q.release(); }
 template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
 template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
 
