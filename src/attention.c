@@ -244,9 +244,11 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     group = group < 1 ? 1 : group > pairs ? pairs : group;
     const int32_t head_group = (int32_t)group;
     const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
-    /* With a workspace the warp-specialized programs take blocks from its counter as they
-     * finish, longest first, causal ones too: no fixed share to balance (perf-notes A28). */
-    const int counted = a->workspace && v->persistent && tile_variant_uses_tensor_maps(v);
+    /* With a workspace the programs that hand blocks over (grid param HANDED) take them from
+     * its counter as they finish, longest first, causal ones too: no fixed share to balance
+     * (perf-notes A28); the others keep the fixed walk and leave the workspace alone. */
+    const int counted = a->workspace && v->persistent && tile_variant_uses_tensor_maps(v) &&
+                        tile_variant_param(v, "HANDED") == 1;
     const int paired = !counted && walk_in_pairs(device, variant, a, units);
     const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
     tile_attention_kernel_args k = {

@@ -654,8 +654,12 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
 // per block (causal calls that do not walk long/short pairs).
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+    // The producer decides the blocks and hands each to the consumers beside its Q (with a
+    // block counter, as programs finish), or every warpgroup walks the fixed order itself
+    // (grid param HANDED; perf-notes A28b: handing gains at 64 x 128, costs at head dim 128).
+    static constexpr bool HANDED = HANDED_ != 0;
     static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;     // consumer warpgroups, their query rows
     static constexpr int WARPS = 4 * (WGS + 1), THREADS = 32 * WARPS; // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
@@ -693,7 +697,7 @@ template <typename L> struct ws_rings {
 };
 // Collective, once per program.
 template <typename L> __device__ __forceinline__ ws_rings<L> ws_rings_start() {
-    __shared__ __align__(16) ws_handed handed;
+    __shared__ __align__(16) ws_handed handed; // (HANDED layouts only)
     return ws_rings<L>{stage_ring_start<1, L::CONSUMER_WARPS, 0>(),
                        stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 1>(),
                        stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>(), &handed};
@@ -763,8 +767,6 @@ __device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
     k.empty = false;
     return k.n_end >= 0;
 }
-// A consumer warp hands the Q stage back (lane 0, which read the handed block, arrives).
-template <typename L> __device__ __forceinline__ void ws_release_q(ws_rings<L> &r) { r.q.release(); }
 template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
 template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
 
@@ -778,14 +780,16 @@ __device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map,
     for (int j = 0; j < L::D_BLOCKS; j++)
         tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, row0, h, b, bar);
 }
-// Q of block k: once the last block's Q is free, the block goes beside it, and the stage's full
-// barrier publishes both.
+// Q of block k, once the last block's Q is free; where the layout hands blocks over, the block
+// goes beside it, and the stage's full barrier publishes both.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &t,
                                           const tile_attention_kernel_args &a, const block &k) {
-    mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
-    *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
-    uint64_t *bar = r.q.acquire(L::Q_BYTES); // (its wait returns at once)
+    if constexpr (L::HANDED) {
+        mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
+        *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
+    }
+    uint64_t *bar = r.q.acquire(L::Q_BYTES); // (handed: its wait returns at once)
     ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, k.m0, k.h, k.b, bar);
 }
 // Key and value tile n, each into the next free stage of its ring.
@@ -853,13 +857,15 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
     return k.m0 + 64 * wg >= k.seq_q;
 }
 // Such a warpgroup issues no products and stores nothing, but takes and hands back every stage,
-// Q's included (taken with the block: ws_block_handed), and keeps its turns, as the loop does
+// Q's included (after its copies landed: an early arrival could count toward the stage's
+// previous use; a handed block's Q is taken with it, ws_block_handed), and keeps its turns, as the loop does
 // (n_end + 1 of them, none without a key tile), so the rings and the round robin of the
 // warpgroups with rows stay in step.
 template <typename L>
 __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
+    if constexpr (!L::HANDED) (void)r.q.take();
     if (k.n_end == 0) { // no key tile: no turn either
-        ws_release_q<L>(r);
+        r.q.release();
         return;
     }
     for (int32_t n = k.n_end - 1; n >= 0; n--) {
@@ -867,7 +873,7 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
         (void)r.k.take();
         ws_turn_pass<L>(turns);
         r.k.release();
-        if (n == 0) ws_release_q<L>(r);
+        if (n == 0) r.q.release();
         (void)r.v.take();
         r.v.release();
     }
