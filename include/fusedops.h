@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TILE_VERSION_MAJOR 0
-#define TILE_VERSION_MINOR 7
+#define TILE_VERSION_MINOR 8
 #define TILE_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
@@ -340,7 +340,8 @@ TILE_API tile_status tile_flash_attention_init(tile_flash_attention_args *args,
  * UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for a head_dim that is not a multiple of 8 in
  * [8, 256]; MISALIGNED unless every pointer is 16-byte aligned and every stride a multiple of
  * 8 elements (16 bytes) (the message names the least aligned argument), or a pointer is not
- * aligned to its element (lse, cu_seqlens: 4 bytes); otherwise as tile_softmax.
+ * aligned to its element (lse, cu_seqlens: 4 bytes), or workspace not 8-byte aligned;
+ * otherwise as tile_softmax.
  */
 TILE_API tile_status tile_flash_attention(const tile_flash_attention_args *args,
                                           tile_stream stream);
