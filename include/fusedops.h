@@ -316,9 +316,11 @@ typedef struct tile_flash_attention_args {
                                  [heads_q, total_q] */
     /* Since 0.8.0 (a smaller struct_size reads as NULL): NULL, or device memory of at least
      * TILE_FLASH_ATTENTION_WORKSPACE_BYTES, 8-byte aligned, zeroed once by the caller before
-     * its first call; every call leaves it zeroed. On Hopper the programs then take query
-     * blocks from a counter in it as they finish, not in a fixed order. Calls that share a
-     * workspace must not run at the same time (one stream, or one call in flight). */
+     * its first call; every call leaves it zeroed. On Hopper the programs of the
+     * warp-specialized head-dim-64 variants of 128-row blocks then take query blocks from a
+     * counter in it as they finish, not in a fixed order; other variants leave it untouched.
+     * Calls that share a workspace must not run at the same time (one stream, or one call in
+     * flight). */
     void *workspace;
 } tile_flash_attention_args;
 
