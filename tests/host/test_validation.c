@@ -937,6 +937,18 @@ static void check_older_caller(const args_op *op, int line, const void *args, si
                 TILE_STATUS_MISALIGNED, message);
 }
 
+/* A workspace field (`workspace`, within `args`, whose init left it NULL) holding NULL or an
+ * 8-byte aligned address in `buf` passes validation (`assert_valid`). */
+static void check_workspace_accepted(const void *args, void **workspace, unsigned char *buf,
+                                     void (*assert_valid)(const void *args)) {
+    assert_null(*workspace); /* the base filled it with 0x77 before init */
+    assert_valid(args);
+    *workspace = buf;
+    assert_valid(args);
+    *workspace = buf + 8;
+    assert_valid(args);
+}
+
 /* An args struct's init (`fn`, through `init`): NULL and sizes below version 1's (`v1_size`,
  * the struct up to its last v1 field at `last_field`) fail and write nothing; version 1's size
  * (an older caller's), this version's (`size`) and a newer caller's longer struct are zeroed
@@ -1419,11 +1431,7 @@ static void test_attention_entry_points(void **state) {
 static void test_attention_workspace(void **state) {
     (void)state;
     tile_flash_attention_args a = attn_base();
-    assert_null(a.workspace); /* attn_base filled it with 0x77 before init */
-    a.workspace = wsbuf;
-    assert_attn_valid(&a);
-    a.workspace = wsbuf + 8;
-    assert_attn_valid(&a);
+    check_workspace_accepted(&a, &a.workspace, wsbuf, assert_attn_valid);
     attn_varlen(&a);
     assert_attn_valid(&a);
     ATTN_CASE(A_ALL, MIS, ": workspace (", a.workspace = (void *)(uintptr_t)0x1001);
@@ -1824,11 +1832,7 @@ static void test_grouped_matmul_entry_points(void **state) {
 static void test_grouped_matmul_workspace(void **state) {
     (void)state;
     tile_grouped_matmul_args a = gmm_base();
-    assert_null(a.workspace); /* gmm_base filled it with 0x77 before init */
-    a.workspace = gwsbuf;
-    assert_gmm_valid(&a);
-    a.workspace = gwsbuf + 8;
-    assert_gmm_valid(&a);
+    check_workspace_accepted(&a, &a.workspace, gwsbuf, assert_gmm_valid);
     GMM_CASE(G_ALL, MIS, ": workspace (", a.workspace = (void *)(uintptr_t)0x1001);
     GMM_CASE(G_ALL, MIS, "is not 8-byte aligned (its tile counter is 64-bit)",
              a.workspace = gwsbuf + 4);
