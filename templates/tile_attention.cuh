@@ -23,6 +23,7 @@ namespace attn {
 // ------------------------------------------------------------------------------ layout
 template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_> struct layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+    static constexpr bool HANDED = false;          // every warp walks the blocks (ws_layout)
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
     static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int WARP_ROWS = WARP_ROWS_;   // query rows a warp owns
@@ -103,8 +104,9 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     const uint32_t pair = first + in_group - (uint32_t)j * size.divisor; // b * heads_q + h
     // Longest first: a causal call's last blocks see the most keys; a full call's last block may
     // be short (a ragged end), so with a block counter, whose programs take the next block as
-    // they finish, it goes last (the fixed walk keeps one order, perf-notes A28).
-    const bool last_longest = a.causal || !a.block_counter;
+    // they finish, it goes last (the fixed walk keeps one order, perf-notes A28; only layouts
+    // that hand blocks over take a counter).
+    const bool last_longest = !L::HANDED || a.causal || !a.block_counter;
     const int32_t mb = second ? j : last_longest ? a.m_blocks - 1 - j : j;
     const bool none = past || (second && mb == a.m_blocks - 1 - j); // or a middle block's twin
     k.b = (int32_t)walk_divide<L>(pair, a.heads_q_div);
@@ -482,6 +484,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
 
 template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
+    static constexpr bool HANDED = false;          // (ws_layout)
     static constexpr int STAGES = STAGES_;         // K and V buffers each: copies run
     static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
