@@ -205,8 +205,8 @@ def log(msg=""):
 # layout by the host test test_ctypes_layout); _lib imports only the standard library.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from fusedops._lib import (AddNormArgs, Decision, FlashAttentionArgs,  # noqa: E402
-                           GROUPED_MATMUL_WORKSPACE_BYTES, GroupedMatmulArgs, VariantInfo,
-                           set_strides)
+                           FLASH_ATTENTION_WORKSPACE_BYTES, GROUPED_MATMUL_WORKSPACE_BYTES,
+                           GroupedMatmulArgs, VariantInfo, set_strides)
 
 
 class FusedOps:
@@ -732,6 +732,12 @@ def check(out, ref, atol, rtol):
     return ok, float(err.max().item())
 
 
+def zeroed_workspace(nbytes):
+    """A counter workspace of nbytes on DEVICE for a case's calls (all on one stream, never at
+    once): zeroed once, left zeroed by every call (docs/api.md, "Workspace")."""
+    return torch.zeros(nbytes // 8, dtype=torch.int64, device=DEVICE)
+
+
 def row_chunks(rows, cols, elems=1 << 24):
     """Row ranges of about `elems` elements: float64 checks of the big shapes in pieces."""
     step = max(1, elems // cols)
@@ -1137,9 +1143,10 @@ class AttentionCase:
         self.ks = [uniform((b, s, kv, d), -2, 2) for _ in range(copies)]
         self.vs = [uniform((b, s, kv, d), -1, 1) for _ in range(copies)]
         self.os = [torch.empty_like(q) for q in self.qs]
+        self.workspace = zeroed_workspace(FLASH_ATTENTION_WORKSPACE_BYTES)
 
     def release(self):
-        del self.qs, self.ks, self.vs, self.os
+        del self.qs, self.ks, self.vs, self.os, self.workspace
 
     def args(self, i):
         """FlashAttentionArgs of set i (the tensors' own strides, in elements)."""
@@ -1147,7 +1154,8 @@ class AttentionCase:
             struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=self.tdtype, batch=self.b,
             heads_q=self.h, heads_kv=self.kv, head_dim=self.d, causal=int(self.causal),
             seqlen_q=self.s, seqlen_k=self.s, scale=0.0, o=self.os[i].data_ptr(),
-            q=self.qs[i].data_ptr(), k=self.ks[i].data_ptr(), v=self.vs[i].data_ptr())
+            q=self.qs[i].data_ptr(), k=self.ks[i].data_ptr(), v=self.vs[i].data_ptr(),
+            workspace=self.workspace.data_ptr())
         for name, t in (("q", self.qs[i]), ("k", self.ks[i]), ("v", self.vs[i]),
                         ("o", self.os[i])):
             set_strides(a, name, t)
@@ -1458,9 +1466,7 @@ class GroupedMatmulCase:
         self.cs = [torch.empty(self.m, self.n, dtype=self.tdt, device=DEVICE)
                    for _ in range(copies)]
         self.offs = torch.tensor(self.ends, dtype=torch.int32, device=DEVICE)
-        # zeroed once, left zeroed by every call: the tile counter (docs/api.md, "Workspace")
-        self.workspace = torch.zeros(GROUPED_MATMUL_WORKSPACE_BYTES // 8, dtype=torch.int64,
-                                     device=DEVICE)
+        self.workspace = zeroed_workspace(GROUPED_MATMUL_WORKSPACE_BYTES)
 
     def release(self):
         del self.as_, self.bs, self.cs, self.offs, self.workspace

@@ -13,7 +13,8 @@
  *   fusedops bench OP --dtype D --shape RxC [--variant NAME] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
  *   fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
- *                    [--seqlen-k N] [--variant NAME] [--iters N]     TFLOP/s
+ *                    [--seqlen-k N] [--fixed-schedule] [--variant NAME] [--iters N]
+ *                                                     TFLOP/s
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--fixed-schedule] [--variant NAME] [--iters N]
  *                                                     TFLOP/s, group sizes skewed (Dirichlet)
@@ -51,7 +52,8 @@ typedef struct options {
     int64_t heads_kv, seqlen_k; /* attention: 0 means heads and S */
     int causal;
     int b_nk, bias; /* grouped_matmul: B stored [groups, n, k] (--b-layout nk); a bias */
-    int fixed_schedule; /* grouped_matmul bench: no workspace (the fixed order of tiles) */
+    int fixed_schedule; /* attention and grouped_matmul bench: no workspace (the fixed order
+                         * of blocks or tiles) */
 } options;
 
 /* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
@@ -105,7 +107,7 @@ static int usage(const char *msg) {
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
           "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
-          " [--seqlen-k N] [--variant NAME] [--iters N]\n"
+          " [--seqlen-k N] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul]"
@@ -863,27 +865,30 @@ static int bench_attention(const options *o) {
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     const tile_dtype dtype = (tile_dtype)o->dtype;
-    CUdeviceptr out;
+    CUdeviceptr out, workspace;
     const CUdeviceptr q = upload_random(&gpu, dtype, (size_t)nq, 11, -1.0f, 1.0f);
     const CUdeviceptr k = upload_random(&gpu, dtype, (size_t)nk, 12, -1.0f, 1.0f);
     const CUdeviceptr v = upload_random(&gpu, dtype, (size_t)nk, 13, -1.0f, 1.0f);
     SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&out, (size_t)nq * support_dtype_size(dtype)));
     tile_flash_attention_args a;
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
+    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8(workspace, 0, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
     if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out), &a))
         return EXIT_USAGE;
+    if (!o->fixed_schedule) a.workspace = DEVICE_PTR(workspace);
     const double flops = 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
     bench_buffers b = {.attention = &a};
     double ms;
     const char *name;
     if (time_compute_op(&gpu, &b, OP_ATTENTION, o, flops, &ms, &name)) return EXIT_CHECK_FAILED;
-    printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s) on %s: %s\n"
+    printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s%s) on %s: %s\n"
            "  %.4f ms, %.1f TFLOP/s\n",
            tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
            (long long)o->dims[2], (long long)o->dims[3], (long long)hkv, (long long)sk,
-           o->causal ? ", causal" : "", gpu.name, name, ms,
-           flops / (ms * 1e-3) / 1e12);
-    const CUdeviceptr bufs[] = {q, k, v, out};
-    for (size_t i = 0; i < 4; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
+           o->causal ? ", causal" : "", o->fixed_schedule ? ", fixed schedule" : "", gpu.name,
+           name, ms, flops / (ms * 1e-3) / 1e12);
+    const CUdeviceptr bufs[] = {q, k, v, out, workspace};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
     support_gpu_close(&gpu);
     return 0;
 }

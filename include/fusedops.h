@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define TILE_VERSION_MAJOR 0
-#define TILE_VERSION_MINOR 7
+#define TILE_VERSION_MINOR 8
 #define TILE_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
@@ -314,7 +314,18 @@ typedef struct tile_flash_attention_args {
     float *lse;               /* NULL, or fp32 log-sum-exp (natural log) per (head, query):
                                  fixed lengths [batch, heads_q, seqlen_q], varlen
                                  [heads_q, total_q] */
+    /* Since 0.8.0 (a smaller struct_size reads as NULL): NULL, or device memory of at least
+     * TILE_FLASH_ATTENTION_WORKSPACE_BYTES, 8-byte aligned, zeroed once by the caller before
+     * its first call; every call leaves it zeroed. On Hopper the programs of the
+     * warp-specialized head-dim-64 variants of 128-row blocks then take query blocks from a
+     * counter in it as they finish, not in a fixed order; other variants leave it untouched.
+     * Calls that share a workspace must not run at the same time (one stream, or one call in
+     * flight). */
+    void *workspace;
 } tile_flash_attention_args;
+
+/* Bytes of tile_flash_attention_args.workspace. */
+#define TILE_FLASH_ATTENTION_WORKSPACE_BYTES 64
 
 /* Zeroes *args (struct_size bytes of it, the caller's sizeof) and sets args->struct_size.
  * INVALID_ARGUMENT for a NULL args or a struct_size smaller than version 1's struct. */
@@ -331,7 +342,8 @@ TILE_API tile_status tile_flash_attention_init(tile_flash_attention_args *args,
  * UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for a head_dim that is not a multiple of 8 in
  * [8, 256]; MISALIGNED unless every pointer is 16-byte aligned and every stride a multiple of
  * 8 elements (16 bytes) (the message names the least aligned argument), or a pointer is not
- * aligned to its element (lse, cu_seqlens: 4 bytes); otherwise as tile_softmax.
+ * aligned to its element (lse, cu_seqlens: 4 bytes), or workspace not 8-byte aligned;
+ * otherwise as tile_softmax.
  */
 TILE_API tile_status tile_flash_attention(const tile_flash_attention_args *args,
                                           tile_stream stream);

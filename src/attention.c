@@ -138,6 +138,10 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
                              "%s: cu_seqlens_%s (%p) is not aligned to its 4-byte int32s", fn,
                              i ? "k" : "q", (const void *)cu);
     }
+    if ((uintptr_t)a->workspace % sizeof(unsigned long long))
+        return tile_fail(TILE_STATUS_MISALIGNED,
+                         "%s: workspace (%p) is not 8-byte aligned (its block counter is 64-bit)",
+                         fn, a->workspace);
     return TILE_STATUS_SUCCESS;
 }
 
@@ -240,7 +244,12 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     group = group < 1 ? 1 : group > pairs ? pairs : group;
     const int32_t head_group = (int32_t)group;
     const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
-    const int paired = walk_in_pairs(device, variant, a, units);
+    /* With a workspace the programs that hand blocks over (grid param HANDED) take them from
+     * its counter as they finish, longest first, causal ones too: no fixed share to balance
+     * (perf-notes A28); the others keep the fixed walk and leave the workspace alone. */
+    const int counted = a->workspace && v->persistent && tile_variant_uses_tensor_maps(v) &&
+                        tile_variant_param(v, "HANDED") == 1;
+    const int paired = !counted && walk_in_pairs(device, variant, a, units);
     const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
     tile_attention_kernel_args k = {
         .o = a->o,
@@ -281,6 +290,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .heads_per_kv = tile_divisor_of((uint32_t)(a->heads_q / a->heads_kv)),
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
+        .block_counter = counted ? a->workspace : NULL,
     };
     if (tile_variant_uses_tensor_maps(v)) {
         const tile_status s = encode_maps(fn, v, a, &k);
@@ -288,7 +298,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     }
     void *args[] = {&k};
     return tile_launch_programs(device, variant, paired ? units : m_blocks * pairs,
-                                a->causal && !paired, stream, args);
+                                a->causal && !paired && !counted, stream, args);
 }
 
 static tile_status run(const char *fn, int forced, int32_t variant,

@@ -563,6 +563,34 @@ static void setup_done(const support_gpu *gpu) {
     SUPPORT_CHECK(gpu, gpu->drv->cuCtxSynchronize());
 }
 
+/* A counter workspace of `bytes` (attention's, the grouped matmul's), zeroed once as callers
+ * zero it before their first call. */
+static CUdeviceptr zeroed_workspace(const support_gpu *gpu, size_t bytes) {
+    CUdeviceptr ws;
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&ws, bytes));
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemsetD8(ws, 0, bytes));
+    return ws;
+}
+
+/* 1 (with a message naming `label`) where the call left its workspace (NULL: none) not zeroed,
+ * which every call must, for the next; else 0. */
+static int64_t workspace_not_zeroed(const support_gpu *gpu, const void *workspace, size_t bytes,
+                                    const char *label) {
+    _Static_assert(TILE_FLASH_ATTENTION_WORKSPACE_BYTES <= 64 &&
+                       TILE_GROUPED_MATMUL_WORKSPACE_BYTES <= 64,
+                   "ws holds every op's workspace");
+    if (!workspace) return 0;
+    unsigned char ws[64];
+    SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyDtoH(ws, (CUdeviceptr)(uintptr_t)workspace, bytes));
+    for (size_t i = 0; i < bytes; i++)
+        if (ws[i]) {
+            fprintf(stderr, "%s: the workspace is not zero after the call (byte %zu: %u)\n", label,
+                    i, ws[i]);
+            return 1;
+        }
+    return 0;
+}
+
 CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
                            size_t offset, CUdeviceptr *base) {
     const size_t elem = support_dtype_size(dtype);
@@ -821,6 +849,8 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
         SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bcq, cu_q, cu_bytes));
         SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bck, cu_k, cu_bytes));
     }
+    const CUdeviceptr bws =
+        c->fixed_schedule ? 0 : zeroed_workspace(gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
 #define DP(p) ((void *)(uintptr_t)(p))
     p->args = (tile_flash_attention_args){
         .struct_size = sizeof p->args, .dtype = dt, .batch = nb, .heads_q = c->heads_q,
@@ -832,14 +862,14 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
         .o_batch_stride = so[0], .o_seq_stride = so[1], .o_head_stride = so[2],
         .cu_seqlens_q = c->varlen ? DP(bcq) : NULL, .cu_seqlens_k = c->varlen ? DP(bck) : NULL,
         .total_q = c->varlen ? tq : 0, .total_k = c->varlen ? tk : 0,
-        .lse = c->lse ? DP(blse) : NULL};
+        .lse = c->lse ? DP(blse) : NULL, .workspace = DP(bws)}; /* 0: NULL, the fixed walk */
 #undef DP
     p->q = q, p->k = k, p->v = v;
     p->cu_q = cu_q, p->cu_k = cu_k;
     p->tokens_q = tq;
     p->o_elements = no;
     p->lse_elements = (int64_t)n_lse;
-    const CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
+    const CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck, bws};
     memcpy(p->bufs, bufs, sizeof bufs);
     setup_done(gpu);
 }
@@ -879,10 +909,11 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         SUPPORT_CHECK(gpu, drv->cuMemcpyDtoH(lse, blse, n_lse * sizeof(float)));
         support_unpack(dt, o, store, (size_t)no);
         char label[200];
-        snprintf(label, sizeof label, "%s %s %dx%dx%lldx%d kv %lld heads_kv %d%s%s%s",
+        snprintf(label, sizeof label, "%s %s %dx%dx%lldx%d kv %lld heads_kv %d%s%s%s%s",
                  c->variant < 0 ? "dispatch" : variant_name(c->variant), tile_dtype_string(dt),
                  nb, c->heads_q, (long long)c->seqlen_q, hd, (long long)c->seqlen_k, c->heads_kv,
-                 c->causal ? " causal" : "", c->varlen ? " varlen" : "", c->bhsd ? " bhsd" : "");
+                 c->causal ? " causal" : "", c->varlen ? " varlen" : "", c->bhsd ? " bhsd" : "",
+                 c->fixed_schedule ? " fixed schedule" : "");
         /* the reference reads the host copies at the device's offsets */
         tile_flash_attention_args ref = a;
         ref.q = p.q, ref.k = p.k, ref.v = p.v;
@@ -899,7 +930,7 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         const double work = (double)rows * (double)c->seqlen_k * hd;
         const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
         int64_t row = 0;
-        bad = 0;
+        bad = workspace_not_zeroed(gpu, a.workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES, label);
         for (int32_t b = 0; b < nb; b++)
             for (int32_t h = 0; h < c->heads_q; h++) {
                 const int64_t len = cu_q[b + 1] - cu_q[b];
@@ -1118,11 +1149,8 @@ void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_
     SUPPORT_CHECK(gpu, drv->cuMemsetD8(bc, 0xff, p->c_bytes)); /* NaN in f16 and bf16 */
     SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bends, (size_t)G * sizeof *ends));
     SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bends, ends, (size_t)G * sizeof *ends));
-    CUdeviceptr bws = 0;
-    if (!c->fixed_schedule) {
-        SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bws, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
-        SUPPORT_CHECK(gpu, drv->cuMemsetD8(bws, 0, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
-    }
+    const CUdeviceptr bws =
+        c->fixed_schedule ? 0 : zeroed_workspace(gpu, TILE_GROUPED_MATMUL_WORKSPACE_BYTES);
 #define DP(x) ((void *)(uintptr_t)(x))
     p->args = (tile_grouped_matmul_args){
         .struct_size = sizeof p->args, .dtype = dt, .groups = G, .total_m = M, .n = N, .k = K,
@@ -1197,17 +1225,7 @@ int64_t support_grouped_matmul_check(const support_gpu *gpu,
                         i - (size_t)p->c_elements * elem);
             break;
         }
-    if (a->workspace) { /* every call leaves it zeroed for the next */
-        unsigned char ws[TILE_GROUPED_MATMUL_WORKSPACE_BYTES];
-        SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyDtoH(ws, (CUdeviceptr)(uintptr_t)a->workspace, sizeof ws));
-        for (size_t i = 0; i < sizeof ws; i++)
-            if (ws[i]) {
-                bad++;
-                fprintf(stderr, "%s: the workspace is not zero after the call (byte %zu: %u)\n",
-                        label, i, ws[i]);
-                break;
-            }
-    }
+    bad += workspace_not_zeroed(gpu, a->workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES, label);
     const double allowed = support_grouped_matmul_allowed(a->dtype, &e);
     if (!(e.err <= allowed)) {
         bad++;

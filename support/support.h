@@ -246,7 +246,8 @@ void support_attention_tolerance(tile_dtype dtype, int lse, double *atol, double
  * rows x keys x head_dim is at most 2^26, else an evenly spaced sample of about that much work
  * (the first and last rows included). variant < 0 runs tile_flash_attention, else
  * tile_flash_attention_variant. Returns the mismatch count (-1 when the call failed: *status
- * says why); *max_err is the largest output error. */
+ * says why); *max_err is the largest output error. The call gets a zeroed workspace unless
+ * fixed_schedule, which it must leave zeroed. */
 typedef struct support_attention_case {
     int32_t variant;
     tile_dtype dtype;
@@ -256,6 +257,7 @@ typedef struct support_attention_case {
     int dense;   /* unpadded rows, v laid out as q */
     float scale; /* 0: 1 / sqrt(head_dim) */
     uint64_t seed;
+    int fixed_schedule; /* 1: no workspace (the programs' fixed walk); 0: a zeroed one */
 } support_attention_case;
 int64_t support_attention_run(const support_gpu *gpu, const support_attention_case *c,
                               tile_status *status, double *max_err);
@@ -271,7 +273,8 @@ typedef struct support_attention_problem {
     int64_t o_elements;             /* o's extent in elements, padding included */
     int64_t lse_elements;           /* lse's extent (fixed [batch, heads_q, seqlen_q], varlen
                                        [heads_q, total_q]); allocated even without c->lse */
-    CUdeviceptr bufs[7];            /* allocations: q, k, v, o, lse, cu_seqlens_q, _k (or 0) */
+    CUdeviceptr bufs[8];            /* allocations: q, k, v, o, lse, cu_seqlens_q, _k, workspace
+                                       (or 0) */
 } support_attention_problem;
 void support_attention_setup(const support_gpu *gpu, const support_attention_case *c,
                              support_attention_problem *p);

@@ -347,7 +347,7 @@ m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::
 # tiling (BLOCK_M query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from
 # TILE_WG_TILES.
 m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|BLOCK_M|>)m4_dnl
-using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64>; m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64, m4_ifdef(<|HANDED|>, HANDED, 0)>; m4_dnl
 static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
@@ -356,17 +356,19 @@ static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles 
 m4_define(<|TILE_WS_RINGS|>, <|auto $1 = tile::attn::ws_rings_start<$2>()|>)
 m4_define(<|TILE_WS_PRODUCER|>, <|tile::attn::ws_is_producer<$1>()|>)
 m4_define(<|TILE_WS_PRODUCER_THREAD|>, <|tile::attn::ws_is_producer_thread<$1>()|>)
-# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once).
+# TILE_WS_LOAD_Q(rings, tiles, a, blk): copy the query block into tiles.q (once), the block
+# beside it for the consumers.
 # TILE_WS_LOAD_KV(rings, tiles, a, blk, n): wait for a free K stage and a free V stage, copy key
 # and value tile n into them (zeros past the sequence and past head_dim).
 m4_define(<|TILE_WS_LOAD_Q|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q|>, <|$4|>, 4)tile::attn::ws_load_q($1, $2, $3, $4)|>)
 m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::attn::ws_load_kv($1, $2, $3, $4, $5)|>)
-# TILE_WS_WAIT_Q(rings): the consumers wait for the query block.
+# TILE_WS_WAIT_Q(rings): the consumers wait for the query block (a handed block's Q was taken
+# with it: nothing).
+m4_define(<|TILE_WS_WAIT_Q|>, <|m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|(void)0|>, <|(void)$1.q.take()|>)|>)
 # TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
 # TILE_WS_PV_START(pv, L, acc, rings, tiles): wait for the next value tile, start acc's
 # output += pv V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
 # hand the oldest K / V stage back once the products reading it are done.
-m4_define(<|TILE_WS_WAIT_Q|>, <|(void)$1.q.take()|>)
 m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
 # TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_WG_PACK_P fills them).
 m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
@@ -398,6 +400,25 @@ m4_define(<|TILE_FOR_ATTENTION_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_ATTENTION_BLOCKS
 for (int64_t $1_pid = blockIdx.x, $1_turn = 0, $1_walk = tile::attn::attention_walk($3); m4_dnl
 $1_pid < $1_walk; $1_pid += gridDim.x, $1_turn++) { m4_dnl
 const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_pid, $1_turn);|>)
+# Warp-specialized variants, whose walk depends on the grid param HANDED (perf-notes A28b):
+# TILE_FOR_WS_PRODUCER_BLOCKS(blk, L, a, rings) ... TILE_END_FOR: the producer's walk, blk each
+# query block it loads. TILE_WS_HAND_END(rings, a): after it. TILE_FOR_WS_CONSUMER_BLOCKS(blk,
+# L, a, rings) ... TILE_END_FOR: the consumers' walk, blk each non-empty block.
+# - HANDED 0: every warpgroup walks the fixed order (TILE_FOR_ATTENTION_BLOCKS); the consumers
+#   skip empty blocks, and TILE_HAND_END is nothing.
+# - HANDED 1: the producer walks (the fixed order, or with a block counter the counter's next
+#   as the program finishes: templates/tile_attention.cuh, ws_walk) and hands each block over
+#   beside its Q; the consumers take it once Q has landed; TILE_WS_HAND_END hands over the end.
+m4_define(<|TILE_FOR_WS_PRODUCER_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_WS_PRODUCER_BLOCKS|>, <|$4|>, 4)m4_dnl
+m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|m4_dnl
+for (tile::attn::ws_walk $1_walk = tile::attn::ws_walk_start($3); tile::attn::ws_walk_more($1_walk); m4_dnl
+tile::attn::ws_walk_next($1_walk, $3)) { m4_dnl
+const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_walk.pid, $1_walk.turn);|>, m4_dnl
+<|TILE_FOR_ATTENTION_BLOCKS($1, $2, $3)|>)|>)
+m4_define(<|TILE_WS_HAND_END|>, <|m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|tile::attn::ws_hand_end($1, $2)|>, <|(void)0|>)|>)
+m4_define(<|TILE_FOR_WS_CONSUMER_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_WS_CONSUMER_BLOCKS|>, <|$4|>, 4)m4_dnl
+m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|for (tile::attn::block $1; tile::attn::ws_block_handed<$2>($4, $1);) {|>, m4_dnl
+<|TILE_FOR_ATTENTION_BLOCKS($1, $2, $3) if ($1.empty) continue;|>)|>)
 # TILE_WS_RELEASE_Q(rings): hand the query block's stage back (its last products are done).
 m4_define(<|TILE_WS_RELEASE_Q|>, <|$1.q.release()|>)
 # TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence.

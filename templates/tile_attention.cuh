@@ -23,6 +23,7 @@ namespace attn {
 // ------------------------------------------------------------------------------ layout
 template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_> struct layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+    static constexpr bool HANDED = false;          // every warp walks the blocks (ws_layout)
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
     static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int WARP_ROWS = WARP_ROWS_;   // query rows a warp owns
@@ -101,7 +102,12 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     const tile_divisor size = pairs - first < group_pairs ? a.last_group_pairs : a.group_pairs;
     const int32_t j = (int32_t)walk_divide<L>(in_group, size);
     const uint32_t pair = first + in_group - (uint32_t)j * size.divisor; // b * heads_q + h
-    const int32_t mb = second ? j : a.m_blocks - 1 - j;
+    // Longest first: a causal call's last blocks see the most keys; a full call's last block may
+    // be short (a ragged end), so with a block counter, whose programs take the next block as
+    // they finish, it goes last (the fixed walk keeps one order, perf-notes A28; only layouts
+    // that hand blocks over take a counter).
+    const bool last_longest = !L::HANDED || a.causal || !a.block_counter;
+    const int32_t mb = second ? j : last_longest ? a.m_blocks - 1 - j : j;
     const bool none = past || (second && mb == a.m_blocks - 1 - j); // or a middle block's twin
     k.b = (int32_t)walk_divide<L>(pair, a.heads_q_div);
     k.h = (int32_t)(pair - (uint32_t)k.b * (uint32_t)a.heads_q);
@@ -478,6 +484,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
 
 template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
+    static constexpr bool HANDED = false;          // (ws_layout)
     static constexpr int STAGES = STAGES_;         // K and V buffers each: copies run
     static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
@@ -650,8 +657,12 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
 // per block (causal calls that do not walk long/short pairs).
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+    // The producer decides the blocks and hands each to the consumers beside its Q (with a
+    // block counter, as programs finish), or every warpgroup walks the fixed order itself
+    // (grid param HANDED; perf-notes A28b: handing gains at 64 x 128, costs at head dim 128).
+    static constexpr bool HANDED = HANDED_ != 0;
     static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;     // consumer warpgroups, their query rows
     static constexpr int WARPS = 4 * (WGS + 1), THREADS = 32 * WARPS; // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
@@ -674,16 +685,90 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_> struct ws_layout {
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
-// The producer's and the consumers' views of the three rings: Q (one stage, filled once per query block), K, V.
+// What the consumers need of a block (fixed-length calls: no token offsets, and the key and
+// value head is the producer's), as the producer hands it over beside its Q; n_end -1 ends the
+// walk.
+struct ws_handed {
+    int32_t b, h, m0, n_end, seq_q, seq_k;
+};
+// The producer's and the consumers' views of the three rings: Q (one stage, filled once per
+// query block, with the block beside it), K, V.
 template <typename L> struct ws_rings {
     stage_ring<1> q;
     stage_ring<L::STAGES> k, v;
+    ws_handed *handed;
 };
 // Collective, once per program.
 template <typename L> __device__ __forceinline__ ws_rings<L> ws_rings_start() {
+    __shared__ __align__(16) ws_handed handed; // (HANDED layouts only)
     return ws_rings<L>{stage_ring_start<1, L::CONSUMER_WARPS, 0>(),
                        stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 1>(),
-                       stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>()};
+                       stage_ring_start<L::STAGES, L::CONSUMER_WARPS, 2>(), &handed};
+}
+
+// The producer's walk over query blocks: the fixed one (blockIdx.x, + gridDim.x, ...; with
+// a.paired, turns of long/short pairs), or with a block counter (a.block_counter) the first
+// block blockIdx.x and each next one the counter's, as the program finishes (perf-notes A28):
+// no program waits on a fixed share of unequal blocks. The next number is taken a block ahead,
+// so the atomic's latency hides behind this block's copies. Numbers only grow; one that does
+// not (a workspace not zeroed, or shared by calls running at once) ends the walk, so such misuse
+// skips blocks (docs/api.md) but never repeats one or hangs.
+// (32-bit: the host keeps a call's blocks at 2^30 or fewer, and the producer's 24 registers
+// spill 64-bit ones.)
+struct ws_walk {
+    int32_t pid, turn, end, pending;
+};
+__device__ __forceinline__ ws_walk ws_walk_start(const tile_attention_kernel_args &a) {
+    ws_walk w{(int32_t)blockIdx.x, 0, (int32_t)attention_walk(a), -1};
+    if (a.block_counter && w.pid < w.end) w.pending = (int32_t)counter_take(a.block_counter);
+    return w;
+}
+__device__ __forceinline__ bool ws_walk_more(const ws_walk &w) { return w.pid < w.end; }
+__device__ __forceinline__ void ws_walk_next(ws_walk &w, const tile_attention_kernel_args &a) {
+    if (!a.block_counter) {
+        w.pid += gridDim.x;
+        w.turn++;
+    } else if (w.pending <= w.pid) {
+        w.pid = w.end; // a counter that did not grow
+    } else {
+        w.pid = w.pending;
+        if (w.pid < w.end) w.pending = (int32_t)counter_take(a.block_counter);
+    }
+}
+// After the producer's walk: an end position for the consumers, behind the last block's Q
+// (a plain arrival completes the stage's phase: no bytes), and the counter's count of programs
+// done.
+template <typename L>
+__device__ __forceinline__ void ws_hand_end(ws_rings<L> &r, const tile_attention_kernel_args &a) {
+    mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
+    r.handed->n_end = -1;
+    mbarrier_arrive(&r.q.full[r.q.stage]);
+    if (a.block_counter) counter_finish(a.block_counter);
+}
+// Consumers: the next query block the producer handed over, once its Q has landed; false at the
+// end of the walk. Lane 0 reads the block (volatile: the load stays inside its branch) and
+// broadcasts it, so ptxas knows every value warp-uniform (a block read by every lane is not:
+// then it guards each product of the loop for a divergent warp, 4-6% at 192 rows, perf-notes
+// A28b); and the reader is the lane that hands the Q stage back, so the producer's next write
+// waits on that very thread's arrival.
+template <typename L>
+__device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
+    (void)r.q.take();
+    int32_t b = 0, h = 0, m0 = 0, n_end = 0, seq_q = 0, seq_k = 0;
+    if (lane_id() == 0) {
+        const uint32_t at = (uint32_t)__cvta_generic_to_shared(r.handed);
+        asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(b), "=r"(h), "=r"(m0), "=r"(n_end) : "r"(at) : "memory");
+        asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];"
+                     : "=r"(seq_q), "=r"(seq_k) : "r"(at + 16) : "memory");
+    }
+    k.b = __shfl_sync(0xffffffffu, b, 0), k.h = __shfl_sync(0xffffffffu, h, 0), k.hk = 0;
+    k.m0 = __shfl_sync(0xffffffffu, m0, 0), k.n_end = __shfl_sync(0xffffffffu, n_end, 0);
+    k.q_start = k.k_start = 0;
+    k.seq_q = __shfl_sync(0xffffffffu, seq_q, 0), k.seq_k = __shfl_sync(0xffffffffu, seq_k, 0);
+    k.diagonal = k.seq_k - k.seq_q;
+    k.empty = false;
+    return k.n_end >= 0;
 }
 template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
 template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
@@ -698,10 +783,16 @@ __device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map,
     for (int j = 0; j < L::D_BLOCKS; j++)
         tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, row0, h, b, bar);
 }
+// Q of block k, once the last block's Q is free; where the layout hands blocks over, the block
+// goes beside it, and the stage's full barrier publishes both.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &t,
                                           const tile_attention_kernel_args &a, const block &k) {
-    uint64_t *bar = r.q.acquire(L::Q_BYTES);
+    if constexpr (L::HANDED) {
+        mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
+        *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
+    }
+    uint64_t *bar = r.q.acquire(L::Q_BYTES); // (handed: its wait returns at once)
     ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, k.m0, k.h, k.b, bar);
 }
 // Key and value tile n, each into the next free stage of its ring.
@@ -770,11 +861,12 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
 }
 // Such a warpgroup issues no products and stores nothing, but takes and hands back every stage,
 // Q's included (after its copies landed: an early arrival could count toward the stage's
-// previous use), and keeps its turns, as the loop does (n_end + 1 of them, none without a key
-// tile), so the rings and the round robin of the warpgroups with rows stay in step.
+// previous use; a handed block's Q is taken with it, ws_block_handed), and keeps its turns, as the loop does
+// (n_end + 1 of them, none without a key tile), so the rings and the round robin of the
+// warpgroups with rows stay in step.
 template <typename L>
 __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
-    (void)r.q.take();
+    if constexpr (!L::HANDED) (void)r.q.take();
     if (k.n_end == 0) { // no key tile: no turn either
         r.q.release();
         return;

@@ -204,7 +204,7 @@ __device__ __forceinline__ bool scheduler_take(scheduler &s, const tile_gemm_ker
     s.next = number;
     if (!scheduler_seek<L>(s, a)) return false;
     scheduler_position<L>(s, pos);
-    if (lane_id() == 0) s.pending = gridDim.x + (int64_t)atomicAdd(a.tile_counter, 1ull);
+    if (lane_id() == 0) s.pending = counter_take(a.tile_counter);
     return true;
 }
 
@@ -436,14 +436,7 @@ __device__ __forceinline__ void produce_end(pipeline<L> &p, const tile_gemm_kern
     mbarrier_wait(&p.empty[p.stage], p.phase ^ 1);
     p.tile_of[p.stage] = -1;
     mbarrier_arrive(&p.full[p.stage]);
-    if (a.tile_counter) {
-        __threadfence();
-        if (atomicAdd(a.tile_counter + 1, 1ull) == gridDim.x - 1) {
-            __threadfence(); // every program's last read of [0] is ordered before these stores
-            a.tile_counter[0] = 0;
-            a.tile_counter[1] = 0;
-        }
-    }
+    if (a.tile_counter) counter_finish(a.tile_counter);
 }
 
 // Consumers' walk: the tile the producer put next in the ring (its number beside the stage its

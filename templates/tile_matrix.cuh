@@ -339,6 +339,23 @@ __device__ __forceinline__ stage_ring<STAGES> stage_ring_start() {
     return stage_ring<STAGES>{barriers, barriers + STAGES, 0, 0, 0};
 }
 
+// A caller's zeroed work counter (64-byte workspaces: [0] numbers taken past the grid's first,
+// [1] programs done), from which persistent programs take their next tile or block as they
+// finish (perf-notes G11, A28). counter_take: the next number, gridDim.x on (each program's
+// first is its blockIdx.x). counter_finish: once a program's last take is done; the last program
+// out zeroes both words for the next call.
+__device__ __forceinline__ int64_t counter_take(unsigned long long *counter) {
+    return gridDim.x + (int64_t)atomicAdd(counter, 1ull);
+}
+__device__ __forceinline__ void counter_finish(unsigned long long *counter) {
+    __threadfence();
+    if (atomicAdd(counter + 1, 1ull) == gridDim.x - 1) {
+        __threadfence(); // every program's last take is ordered before these stores
+        counter[0] = 0;
+        counter[1] = 0;
+    }
+}
+
 // Warpgroup register budgets (sm_90a): a producer warpgroup gives registers back so the
 // consumers' accumulators fit. Every thread of the warpgroup executes it.
 template <int REGS> __device__ __forceinline__ void warpgroup_registers_release() {

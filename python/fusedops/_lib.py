@@ -65,7 +65,8 @@ class FlashAttentionArgs(ctypes.Structure):
                 ("o_head_stride", ctypes.c_int64),
                 ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
                 ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
-                ("lse", ctypes.c_void_p)]
+                ("lse", ctypes.c_void_p),
+                ("workspace", ctypes.c_void_p)]  # since 0.8.0; NULL keeps the fixed walk
 
 
 class GroupedMatmulArgs(ctypes.Structure):
@@ -87,6 +88,10 @@ class GroupedMatmulArgs(ctypes.Structure):
 # TILE_GROUPED_MATMUL_WORKSPACE_BYTES (include/fusedops.h, since 0.7.0): the bytes of
 # GroupedMatmulArgs.workspace.
 GROUPED_MATMUL_WORKSPACE_BYTES = 64
+
+# TILE_FLASH_ATTENTION_WORKSPACE_BYTES (include/fusedops.h, since 0.8.0): the bytes of
+# FlashAttentionArgs.workspace.
+FLASH_ATTENTION_WORKSPACE_BYTES = 64
 
 
 def set_strides(args, name, t):

@@ -36,9 +36,9 @@ from typing import Optional, Tuple
 import torch
 from torch import _C
 
-from ._lib import (GROUPED_MATMUL_WORKSPACE_BYTES, NORM_LAYER, NORM_RMS, AddNormArgs,
-                   FlashAttentionArgs, GroupedMatmulArgs, check, fast_functions, library,
-                   set_strides)
+from ._lib import (FLASH_ATTENTION_WORKSPACE_BYTES, GROUPED_MATMUL_WORKSPACE_BYTES, NORM_LAYER,
+                   NORM_RMS, AddNormArgs, FlashAttentionArgs, GroupedMatmulArgs, check,
+                   fast_functions, library, set_strides)
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _dtype_code = _DTYPES.get
@@ -195,6 +195,36 @@ def _check_input(x: torch.Tensor, name: str):
                         "(float32, float16, bfloat16)")
     if x.numel() == 0:
         raise ValueError(f"fusedops.{name}: x is empty")
+
+
+# The counter workspaces of attention and the grouped matmul (the workspace fields of
+# tile_flash_attention_args and tile_grouped_matmul_args), one per (op, device index, stream
+# handle): every call leaves its workspace zeroed and calls on one stream never overlap, so a
+# stream's calls of an op share one, zeroed once when it is made.
+_WORKSPACES = {}
+_capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+              or torch.cuda.is_current_stream_capturing)
+
+
+def _new_workspace(t: torch.Tensor, nbytes: int) -> torch.Tensor:
+    """A workspace of nbytes on t's device, zeroed on its current stream (before the kernel)."""
+    return torch.zeros(nbytes // 8, dtype=torch.int64, device=t.device)
+
+
+def _workspace(t: torch.Tensor, op: str, nbytes: int) -> torch.Tensor:
+    """The workspace of an op's call (op: the C function) on t's device and current stream."""
+    if _capturing():
+        # Not the stream's cached one: a graph's replays could then run beside the stream's
+        # eager calls on one counter. A fresh one is private to the call, and its zeroing is
+        # captured with it, so every replay starts from zero. It is freed when the op returns,
+        # which is safe: the allocator is stream-ordered, and the kernel comes before the free.
+        return _new_workspace(t, nbytes)
+    index = t.get_device()
+    key = (op, index, _raw_stream(index))
+    ws = _WORKSPACES.get(key)
+    if ws is None:
+        ws = _WORKSPACES[key] = _new_workspace(t, nbytes)
+    return ws
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -565,11 +595,14 @@ def _attn_impl(q, k, v, causal, scale, want_lse, op):
     o = torch.empty((b, s_q, h_q, d), dtype=q.dtype, device=q.device)
     lse = (torch.empty((b, h_q, s_q), dtype=torch.float32, device=q.device) if want_lse
            else None)
+    # held until after the launch
+    ws = _workspace(q, "tile_flash_attention", FLASH_ATTENTION_WORKSPACE_BYTES)
     a = FlashAttentionArgs(
         struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype], batch=b,
         heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)), seqlen_q=s_q,
         seqlen_k=s_k, scale=0.0 if scale is None else scale, o=o.data_ptr(), q=q2.data_ptr(),
-        k=k2.data_ptr(), v=v2.data_ptr(), lse=lse.data_ptr() if want_lse else None)
+        k=k2.data_ptr(), v=v2.data_ptr(), lse=lse.data_ptr() if want_lse else None,
+        workspace=ws.data_ptr())
     for name, t in (("q", q2), ("k", k2), ("v", v2), ("o", o)):
         set_strides(a, name, t)
     _launch(q, op, "tile_flash_attention", ctypes.byref(a))
@@ -620,7 +653,10 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     (16 bytes): BSHD tensors, BHSD tensors seen through .transpose(1, 2), slices of a packed
     qkv tensor. Otherwise that input is first copied into a fresh contiguous tensor, which
     costs a copy of it. Returns o as a contiguous [batch, seqlen_q, heads_q, head_dim] tensor.
-    No backward kernel yet: differentiating through it raises.
+    On Hopper the programs of the warp-specialized head-dim-64 kernels of 128-row blocks take
+    query blocks as they finish them, from a counter in a small workspace: one 64-byte tensor
+    per stream, made once and left zeroed by every call (a fresh one per call during CUDA graph
+    capture); no host sync. No backward kernel yet: differentiating through it raises.
     """
     return _flash_attention_op(q, k, v, causal, scale)
 
@@ -709,35 +745,6 @@ def _gmm_check(a, b, offs, bias, op):
                          "be at least 1")
 
 
-# The grouped matmul's tile-counter workspaces (tile_grouped_matmul_args.workspace), one per
-# (device index, stream handle): every call leaves its workspace zeroed and calls on one stream
-# never overlap, so a stream's calls share one, zeroed once when it is made.
-_GMM_WORKSPACES = {}
-_capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
-              or torch.cuda.is_current_stream_capturing)
-
-
-def _new_gmm_workspace(a: torch.Tensor) -> torch.Tensor:
-    """A zeroed workspace on a's device, zeroed on its current stream (before the kernel)."""
-    return torch.zeros(GROUPED_MATMUL_WORKSPACE_BYTES // 8, dtype=torch.int64, device=a.device)
-
-
-def _gmm_workspace(a: torch.Tensor) -> torch.Tensor:
-    """The workspace of a grouped_mm call on a's device and current stream."""
-    if _capturing():
-        # Not the stream's cached one: a graph's replays could then run beside the stream's
-        # eager calls on one counter. A fresh one is private to the call, and its zeroing is
-        # captured with it, so every replay starts from zero. It is freed when the op returns,
-        # which is safe: the allocator is stream-ordered, and the kernel comes before the free.
-        return _new_gmm_workspace(a)
-    index = a.get_device()
-    key = (index, _raw_stream(index))
-    ws = _GMM_WORKSPACES.get(key)
-    if ws is None:
-        ws = _GMM_WORKSPACES[key] = _new_gmm_workspace(a)
-    return ws
-
-
 def _grouped_mm_impl(a, b, offs, bias=None):
     op = "grouped_mm"
     _gmm_check(a, b, offs, bias, op)
@@ -753,7 +760,8 @@ def _grouped_mm_impl(a, b, offs, bias=None):
         b2, nk = _gmm_operand(b.transpose(1, 2)).transpose(1, 2), True  # K contiguous
     bias2 = _gmm_operand(bias) if bias is not None else None
     offs2 = offs.contiguous()
-    ws = _gmm_workspace(a)  # held until after the launch
+    # held until after the launch
+    ws = _workspace(a, "tile_grouped_matmul", GROUPED_MATMUL_WORKSPACE_BYTES)
     # A dim of size 1 is never stepped over: its stride is given as a dense padded layout's.
     b_k = 1 if nk else (b2.stride(1) if k > 1 else _round8(n))
     b_n = 1 if not nk else (b2.stride(2) if n > 1 else _round8(k))

@@ -66,10 +66,12 @@ def attention_arch(a):
 
 def attention_seed(dtype=2, batch=2, heads_q=16, heads_kv=4, head_dim=128, causal=0,
                    seqlen_q=1024, seqlen_k=1024, scale=0.0, flags=0, total_q=0, total_k=0,
-                   strides=None, offsets=(0, 0, 0, 0), a=90, index=0, struct_size=None):
+                   strides=None, offsets=(0, 0, 0, 0), a=90, index=0, struct_size=None,
+                   workspace=None):
     """The layout fuzz_attention decodes after a first byte 0xE0 | dtype selector (3: f32).
     strides: {field number 0..11 (q, k, v, o x batch, seq, head): value} replacing the dense
-    BSHD default."""
+    BSHD default. workspace: the byte after them (0 or None: NULL, w: w - 1 bytes past an
+    8-byte aligned address)."""
     sel = {1: 1, 2: 2, 0: 3}[dtype]
     b = bytes([0xE0 | sel])
     b += i32(batch) + i32(heads_q) + i32(heads_kv) + i32(head_dim) + i32(causal)
@@ -87,6 +89,8 @@ def attention_seed(dtype=2, batch=2, heads_q=16, heads_kv=4, head_dim=128, causa
     b += struct.pack(">HHHH", *offsets) + attention_arch(a) + i32(index)
     if struct_size is not None:
         b += struct.pack(">H", struct_size)
+    if workspace is not None:
+        b += bytes([workspace])
     return b
 
 
@@ -166,6 +170,8 @@ SEEDS = {
     "attn_short_struct": attention_seed(struct_size=40),
     "attn_long_struct": attention_seed(struct_size=400),
     "attn_bhsd": attention_seed(strides={1: 128, 2: 1024 * 128, 10: 128, 11: 1024 * 128}),
+    "attn_workspace": attention_seed(head_dim=64, workspace=1),
+    "attn_workspace_misaligned": attention_seed(workspace=5),
     # grouped matmul (tile_grouped_matmul*): valid MoE shapes, both B layouts, one break each
     "gmm_bf16_moe": grouped_matmul_seed(),
     "gmm_f16_kmajor": grouped_matmul_seed(dtype=1, groups=64, total_m=8192, n=1408, k=2048,

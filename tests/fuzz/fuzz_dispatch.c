@@ -103,6 +103,13 @@ static int32_t take_i32(reader *r) {
     return take_i32_tagged(r, &raw);
 }
 
+/* A workspace pointer from one byte: 0 is NULL, else that many bytes past `at` (8-byte aligned
+ * and never mapped), 1 below 8-byte alignment. */
+static void *take_workspace(reader *r, uintptr_t at) {
+    const uint8_t byte = (uint8_t)take(r, 1);
+    return byte ? (void *)(at + byte - 1) : NULL;
+}
+
 /* ---------------------------------------------------------------- checks */
 
 static int is_validation_status(tile_status s) {
@@ -287,7 +294,8 @@ static const versioned_op attention_entry_points = {
  * unsupported dtype), then batch, heads_q, heads_kv, head_dim, causal (int32), seqlen_q,
  * seqlen_k (int64), scale (4 raw bytes), a flag byte, total_q, total_k (int64), 12 strides
  * (int64, each replacing the dense BSHD stride when its bit of a 2-byte mask is set), 4 pointer
- * offsets (2 bytes each), arch, a variant index, a struct size. */
+ * offsets (2 bytes each), arch, a variant index, a struct size, a workspace byte (since 0.8.0,
+ * take_workspace). */
 static int fuzz_attention(reader *r, uint8_t dsel) {
     tile_flash_attention_args a;
     memset(&a, 0, sizeof a);
@@ -340,8 +348,12 @@ static int fuzz_attention(reader *r, uint8_t dsel) {
                                          : arch_raw - 64;
     const int32_t index = take_i32(r);
     const size_t struct_size = (flags & 0x20) ? (size_t)take(r, 2) % (2 * sizeof a) : sizeof a;
+    a.workspace = take_workspace(r, base + 0x8000000);
 
-    fuzz_versioned(&attention_entry_points, &a, sizeof a, a.dtype, arch, index, struct_size);
+    const int valid =
+        fuzz_versioned(&attention_entry_points, &a, sizeof a, a.dtype, arch, index, struct_size);
+    /* what fusedops.h promises of a workspace that passes (else the library saw it zeroed) */
+    if (valid && struct_size >= sizeof a) CHECK((uintptr_t)a.workspace % 8 == 0);
     return 0;
 }
 
@@ -399,7 +411,7 @@ static int offsets_distinct(const int64_t strides[3], const int64_t counts[3]) {
  * bits replace the dense strides (ldc, lda, b_group_stride, b_k_stride, b_n_stride,
  * bias_group_stride, in that order) with fuzzed int64s, 5 pointer offsets (a, b, c, bias,
  * offsets: 2 bytes each), arch, a variant index, a struct size (flag 0x20), a workspace byte
- * (0: NULL, else that many bytes past a pointer of its own, 1 below 8-byte alignment). Flags: 1
+ * (take_workspace). Flags: 1
  * bias, 2 a NULL, 4 c NULL, 8 offsets NULL, 0x10 offsets 2 bytes off, 0x40 B stored [groups, n,
  * k], 0x80 b NULL. */
 static int fuzz_grouped_matmul(reader *r, uint8_t dsel) {
@@ -438,8 +450,7 @@ static int fuzz_grouped_matmul(reader *r, uint8_t dsel) {
                                          : arch_raw - 64;
     const int32_t index = take_i32(r);
     const size_t struct_size = (flags & 0x20) ? (size_t)take(r, 2) % (2 * sizeof a) : sizeof a;
-    const uint8_t workspace = (uint8_t)take(r, 1);
-    a.workspace = workspace ? (void *)(base + 5 * (uintptr_t)0x1000000 + workspace - 1) : NULL;
+    a.workspace = take_workspace(r, base + 5 * (uintptr_t)0x1000000);
 
     const int valid = fuzz_versioned(&grouped_matmul_entry_points, &a, sizeof a, a.dtype, arch,
                                      index, struct_size);

@@ -167,6 +167,12 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
         a.total_k = tokens_k;
     }
     a.lse = c->with_lse ? (float *)blse : NULL;
+    CUdeviceptr bws = 0; /* odd seeds: a workspace (blocks from its counter), left zeroed */
+    if (c->seed & 1) {
+        SUPPORT_CHECK(&gpu, drv->cuMemAlloc(&bws, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
+        SUPPORT_CHECK(&gpu, drv->cuMemsetD8(bws, 0, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
+        a.workspace = (void *)bws;
+    }
     *status = c->variant >= 0 ? tile_flash_attention_variant(c->variant, &a, NULL)
                               : tile_flash_attention(&a, NULL);
     int64_t problems = -1;
@@ -182,6 +188,14 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
             SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(lse, blse, (size_t)lse_n * sizeof(float)));
         }
         problems = 0;
+        if (bws) {
+            unsigned char ws[TILE_FLASH_ATTENTION_WORKSPACE_BYTES];
+            SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(ws, bws, sizeof ws));
+            for (size_t i = 0; i < sizeof ws; i++)
+                if (ws[i] && problems++ < 5)
+                    fprintf(stderr, "  the workspace is not zero after the call (byte %zu: %u)\n", i,
+                            ws[i]);
+        }
         /* Written exactly where the sequences are: finite there, poisoned elsewhere. */
         char *inside = calloc((size_t)sq.elements, 1);
         for (int32_t b = 0; b < c->batch; b++)
@@ -288,8 +302,8 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
         *err_lp_out = err_lp;
         free(s64), free(s32), free(acc), free(acc32), free(raw), free(o), free(lse);
     }
-    CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck};
-    for (int i = 0; i < 7; i++)
+    CUdeviceptr bufs[] = {bq, bk, bv, bo, blse, bcq, bck, bws};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) SUPPORT_CHECK(&gpu, drv->cuMemFree(bufs[i]));
     free(q), free(k), free(v), free(cu_q), free(cu_k);
     return problems;
@@ -301,9 +315,10 @@ static void run_case(const char *label, const attn_case *c) {
     const int64_t bad = run_attn(c, &s, &err, &err_lp);
     cases_run++;
     char shape[160];
-    snprintf(shape, sizeof shape, "%s b%d hq%d hkv%d d%d %s%s%s", tile_dtype_string(c->dtype),
+    snprintf(shape, sizeof shape, "%s b%d hq%d hkv%d d%d %s%s%s%s", tile_dtype_string(c->dtype),
              c->batch, c->heads_q, c->heads_kv, c->head_dim, c->causal ? "causal " : "",
-             c->lens_q ? "varlen" : "", c->layout == BHSD ? " bhsd" : c->layout == BSHD_PADDED ? " padded" : "");
+             c->lens_q ? "varlen" : "", c->layout == BHSD ? " bhsd" : c->layout == BSHD_PADDED ? " padded" : "",
+             c->seed & 1 ? " workspace" : "");
     if (bad == 0) {
         if (getenv("FUSEDOPS_TEST_VERBOSE"))
             printf("ok %s %s sq %lld sk %lld: error %.3g (low-precision reference %.3g)\n", label,

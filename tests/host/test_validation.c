@@ -914,6 +914,41 @@ static void args_expect(const args_op *op, int line, const char *what, int entri
     }
 }
 
+/* A caller compiled before a field appended at `old_size` (its struct_size) passes `args`
+ * whose memory after old_size holds garbage: `message`'s field there is a misaligned address.
+ * That reads as NULL, so the call passes validation (`assert_valid`; the variant entry point
+ * then stops at its index, before the device), while this version's struct_size over the same
+ * bytes reads the garbage and refuses it with MISALIGNED. */
+static void check_older_caller(const args_op *op, int line, const void *args, size_t old_size,
+                               void (*assert_valid)(const void *args), const char *message) {
+    _Alignas(256) unsigned char old[1024];
+    assert_true(op->args_size + 64 <= sizeof old);
+    memset(old, 0xee, sizeof old);
+    memcpy(old, args, op->args_size);
+    memcpy(old, &old_size, sizeof old_size); /* struct_size comes first */
+    assert_valid(old);
+    assert_int_equal(op->variant(-1, old), INV);
+    char text[96];
+    snprintf(text, sizeof text, "%s: variant -1", op->entry_names[1]);
+    assert_message(text);
+    (*op->calls)++;
+    memcpy(old, &op->args_size, sizeof op->args_size);
+    args_expect(op, line, "this version's struct_size", (1 << ARGS_ENTRIES) - 1, old,
+                TILE_STATUS_MISALIGNED, message);
+}
+
+/* A workspace field (`workspace`, within `args`, whose init left it NULL) holding NULL or an
+ * 8-byte aligned address in `buf` passes validation (`assert_valid`). */
+static void check_workspace_accepted(const void *args, void **workspace, unsigned char *buf,
+                                     void (*assert_valid)(const void *args)) {
+    assert_null(*workspace); /* the base filled it with 0x77 before init */
+    assert_valid(args);
+    *workspace = buf;
+    assert_valid(args);
+    *workspace = buf + 8;
+    assert_valid(args);
+}
+
 /* An args struct's init (`fn`, through `init`): NULL and sizes below version 1's (`v1_size`,
  * the struct up to its last v1 field at `last_field`) fail and write nothing; version 1's size
  * (an older caller's), this version's (`size`) and a newer caller's longer struct are zeroed
@@ -1028,12 +1063,14 @@ static _Alignas(256) unsigned char vbuf[BUF_BYTES];
 static _Alignas(256) unsigned char obuf[BUF_BYTES];
 static _Alignas(256) unsigned char lsebuf[BUF_BYTES];
 static _Alignas(256) unsigned char cubuf[BUF_BYTES]; /* cu_seqlens_q, then cu_seqlens_k at +64 */
+static _Alignas(256) unsigned char wsbuf[BUF_BYTES];
 
-static unsigned char *const attn_bufs[] = {qbuf, kbuf, vbuf, obuf, lsebuf, cubuf};
-static const char *const attn_buf_names[] = {"q", "k", "v", "o", "lse", "cu_seqlens"};
+static unsigned char *const attn_bufs[] = {qbuf, kbuf, vbuf, obuf, lsebuf, cubuf, wsbuf};
+static const char *const attn_buf_names[] = {"q", "k", "v", "o", "lse", "cu_seqlens",
+                                             "workspace"};
 #define ATTN_PATTERN 0x6d
 
-static const buffer_set attn_buffers = {attn_bufs, attn_buf_names, 6, ATTN_PATTERN};
+static const buffer_set attn_buffers = {attn_bufs, attn_buf_names, 7, ATTN_PATTERN};
 
 static int setup_attn(void **state) {
     (void)state;
@@ -1130,8 +1167,24 @@ static void attn_expect(int line, const char *what, int entries,
  * 32 + stride + 7 * 64 + 32 elements of 2 bytes. */
 #define ATTN_EDGE (INT64_MAX / 2 - 32 - 7 * 64 - 32)
 
-/* tile_flash_attention_args as version 1 (0.3.0) defined them: today's whole struct. */
+/* tile_flash_attention_args as version 1 (0.3.0 to 0.7.0) defined them: up to lse, where
+ * 0.8.0's workspace begins. What a caller compiled against 0.7 passes as struct_size. */
 #define ATTN_V1_SIZE (offsetof(tile_flash_attention_args, lse) + sizeof(float *))
+_Static_assert(ATTN_V1_SIZE == offsetof(tile_flash_attention_args, workspace),
+               "workspace follows version 1's last field");
+
+/* args pass validation: explain for sm_80 (no device needed) picks an attention variant of
+ * the dtype, and nothing is written. */
+static void assert_attn_valid(const void *args) {
+    tile_decision d = {.struct_size = sizeof d};
+    assert_int_equal(tile_flash_attention_explain(args, 80, &d), TILE_STATUS_SUCCESS);
+    assert_string_equal(tile_last_error(), "");
+    tile_variant_info info = {.struct_size = sizeof info};
+    assert_int_equal(tile_variant_get(d.variant, &info), TILE_STATUS_SUCCESS);
+    assert_string_equal(info.op, "attention");
+    assert_int_equal(info.dtype, BF16);
+    assert_attn_untouched();
+}
 
 /* The base case and its varlen form are valid: explain picks an attention variant of the
  * dtype for sm_80 and sm_90. (tile_flash_attention itself would launch on host pointers where
@@ -1358,7 +1411,40 @@ static void test_attention_entry_points(void **state) {
     a.lse = (float *)(void *)(lsebuf + 1);
     a.o = obuf + 1;
     attn_expect(__LINE__, "o before lse", A_ALL, &a, MIS, ": o (");
+    a.o = obuf;
+    a.workspace = wsbuf + 1;
+    attn_expect(__LINE__, "lse before workspace", A_ALL, &a, MIS, ": lse (");
+    a = attn_base();
+    attn_varlen(&a);
+    a.cu_seqlens_k = (const int32_t *)(void *)(cubuf + 66);
+    a.workspace = wsbuf + 1;
+    attn_expect(__LINE__, "cu_seqlens before workspace", A_ALL, &a, MIS, "cu_seqlens_k (");
     assert_attn_untouched();
+}
+
+/* The workspace (since 0.8.0), as the grouped matmul's: NULL (init's) or 8-byte aligned
+ * passes, and is never read or written here; any other address is MISALIGNED, naming it,
+ * before the device and dispatch, whichever variant the call would take (the variants that do
+ * not use it are not told apart here). A caller compiled against 0.7 passes version 1's
+ * struct_size, which ends where the workspace begins: whatever its memory holds there reads as
+ * NULL. */
+static void test_attention_workspace(void **state) {
+    (void)state;
+    tile_flash_attention_args a = attn_base();
+    check_workspace_accepted(&a, &a.workspace, wsbuf, assert_attn_valid);
+    attn_varlen(&a);
+    assert_attn_valid(&a);
+    ATTN_CASE(A_ALL, MIS, ": workspace (", a.workspace = (void *)(uintptr_t)0x1001);
+    ATTN_CASE(A_ALL, MIS, "is not 8-byte aligned (its block counter is 64-bit)",
+              a.workspace = wsbuf + 4);
+    ATTN_CASE(A_ALL, MIS, ": workspace (", a.workspace = wsbuf + 255);
+    ATTN_CASE(A_ALL, MIS, ": workspace (", attn_varlen(&a), a.workspace = wsbuf + 2);
+    /* before dispatch's MISALIGNED (q only element-aligned) */
+    ATTN_CASE(A_ALL, MIS, ": workspace (", a.q = qbuf + 2, a.workspace = wsbuf + 2);
+
+    a = attn_base();
+    a.workspace = (void *)(uintptr_t)0x1001;
+    check_older_caller(&attn_op, __LINE__, &a, ATTN_V1_SIZE, assert_attn_valid, ": workspace (");
 }
 
 static tile_status attn_init(void *args, size_t size) { return tile_flash_attention_init(args, size); }
@@ -1485,7 +1571,7 @@ static int gmm_has_variants(void) { return first_variant_of("grouped_matmul", BF
 
 /* args pass validation: explain for sm_90 succeeds, or (no variant takes them, or none is
  * compiled yet) fails in dispatch, whose messages start "no grouped_matmul". */
-static void assert_gmm_valid(const tile_grouped_matmul_args *a) {
+static void assert_gmm_valid(const void *a) {
     tile_decision d = {.struct_size = sizeof d};
     const tile_status s = tile_grouped_matmul_explain(a, 90, &d);
     if (s != TILE_STATUS_SUCCESS && !strstr(tile_last_error(), "no grouped_matmul bf16 variant")) {
@@ -1746,11 +1832,7 @@ static void test_grouped_matmul_entry_points(void **state) {
 static void test_grouped_matmul_workspace(void **state) {
     (void)state;
     tile_grouped_matmul_args a = gmm_base();
-    assert_null(a.workspace); /* gmm_base filled it with 0x77 before init */
-    a.workspace = gwsbuf;
-    assert_gmm_valid(&a);
-    a.workspace = gwsbuf + 8;
-    assert_gmm_valid(&a);
+    check_workspace_accepted(&a, &a.workspace, gwsbuf, assert_gmm_valid);
     GMM_CASE(G_ALL, MIS, ": workspace (", a.workspace = (void *)(uintptr_t)0x1001);
     GMM_CASE(G_ALL, MIS, "is not 8-byte aligned (its tile counter is 64-bit)",
              a.workspace = gwsbuf + 4);
@@ -1758,24 +1840,10 @@ static void test_grouped_matmul_workspace(void **state) {
     /* before dispatch's MISALIGNED (a only element-aligned) */
     GMM_CASE(G_ALL, MIS, ": workspace (", a.a = gabuf + 2, a.workspace = gwsbuf + 2);
 
-    /* a 0.6 caller: its struct ends before the workspace, and the memory after it holds
-     * garbage (a misaligned address where this version's workspace is) */
-    _Alignas(256) unsigned char old[sizeof(tile_grouped_matmul_args) + 64];
-    memset(old, 0xee, sizeof old);
+    /* a 0.6 caller, with garbage where this version's workspace is */
     a = gmm_base();
-    a.struct_size = GMM_V1_SIZE;
     a.workspace = (void *)(uintptr_t)0x1001;
-    memcpy(old, &a, sizeof a);
-    const tile_grouped_matmul_args *args = (const tile_grouped_matmul_args *)(void *)old;
-    assert_gmm_valid(args);
-    /* the variant entry point passes validation too, up to its index (before the device) */
-    assert_int_equal(tile_grouped_matmul_variant(-1, args, NULL), INV);
-    assert_message("tile_grouped_matmul_variant: variant -1");
-    gmm_calls++;
-    /* this version's struct_size over the same bytes reads the garbage, and refuses it */
-    const size_t size = sizeof(tile_grouped_matmul_args);
-    memcpy(old, &size, sizeof size);
-    args_expect(&gmm_op, __LINE__, "0.7 struct_size", G_ALL, old, MIS, ": workspace (");
+    check_older_caller(&gmm_op, __LINE__, &a, GMM_V1_SIZE, assert_gmm_valid, ": workspace (");
 }
 
 static tile_status gmm_init(void *args, size_t size) { return tile_grouped_matmul_init(args, size); }
@@ -1907,6 +1975,7 @@ int main(void) {
         cmocka_unit_test_setup(test_attention_arguments, setup_attn),
         cmocka_unit_test_setup(test_attention_tensors, setup_attn),
         cmocka_unit_test_setup(test_attention_entry_points, setup_attn),
+        cmocka_unit_test_setup(test_attention_workspace, setup_attn),
         cmocka_unit_test(test_attention_init),
         cmocka_unit_test(test_attention_call_count),
         cmocka_unit_test_setup(test_grouped_matmul_valid, setup_gmm),
