@@ -572,23 +572,20 @@ static CUdeviceptr zeroed_workspace(const support_gpu *gpu, size_t bytes) {
     return ws;
 }
 
-/* 1 (with a message naming `label`) where the call left its workspace (NULL: none) not zeroed,
- * which every call must, for the next; else 0. */
-static int64_t workspace_not_zeroed(const support_gpu *gpu, const void *workspace, size_t bytes,
-                                    const char *label) {
-    _Static_assert(TILE_FLASH_ATTENTION_WORKSPACE_BYTES <= 64 &&
-                       TILE_GROUPED_MATMUL_WORKSPACE_BYTES <= 64,
-                   "ws holds every op's workspace");
+int64_t support_workspace_not_zeroed(const support_gpu *gpu, const void *workspace, size_t bytes,
+                                     const char *label) {
     if (!workspace) return 0;
-    unsigned char ws[64];
+    unsigned char *ws = support_xmalloc(bytes);
     SUPPORT_CHECK(gpu, gpu->drv->cuMemcpyDtoH(ws, (CUdeviceptr)(uintptr_t)workspace, bytes));
-    for (size_t i = 0; i < bytes; i++)
+    int64_t bad = 0;
+    for (size_t i = 0; i < bytes && !bad; i++)
         if (ws[i]) {
             fprintf(stderr, "%s: the workspace is not zero after the call (byte %zu: %u)\n", label,
                     i, ws[i]);
-            return 1;
+            bad = 1;
         }
-    return 0;
+    free(ws);
+    return bad;
 }
 
 CUdeviceptr support_upload(const support_gpu *gpu, tile_dtype dtype, const float *v, size_t n,
@@ -930,7 +927,7 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         const double work = (double)rows * (double)c->seqlen_k * hd;
         const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
         int64_t row = 0;
-        bad = workspace_not_zeroed(gpu, a.workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES, label);
+        bad = support_workspace_not_zeroed(gpu, a.workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES, label);
         for (int32_t b = 0; b < nb; b++)
             for (int32_t h = 0; h < c->heads_q; h++) {
                 const int64_t len = cu_q[b + 1] - cu_q[b];
@@ -1225,7 +1222,7 @@ int64_t support_grouped_matmul_check(const support_gpu *gpu,
                         i - (size_t)p->c_elements * elem);
             break;
         }
-    bad += workspace_not_zeroed(gpu, a->workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES, label);
+    bad += support_workspace_not_zeroed(gpu, a->workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES, label);
     const double allowed = support_grouped_matmul_allowed(a->dtype, &e);
     if (!(e.err <= allowed)) {
         bad++;

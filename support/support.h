@@ -107,6 +107,11 @@ void *support_xmalloc(size_t n);
  * free() them. */
 float *support_stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float lo, float hi);
 
+/* 1 (with a message naming `label`) where a call left its workspace (NULL: none) of `bytes`
+ * not zeroed, which every call must, for the next; else 0. */
+int64_t support_workspace_not_zeroed(const support_gpu *gpu, const void *workspace, size_t bytes,
+                                     const char *label);
+
 /* A device copy of n host floats stored as dtype, placed `offset` elements past a 256-byte
  * boundary (with 256 bytes to spare after it). Returns that address; *base is the allocation
  * to cuMemFree. The copy has finished when it returns, so any stream may read it;

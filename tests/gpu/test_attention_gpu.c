@@ -188,14 +188,8 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
             SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(lse, blse, (size_t)lse_n * sizeof(float)));
         }
         problems = 0;
-        if (bws) {
-            unsigned char ws[TILE_FLASH_ATTENTION_WORKSPACE_BYTES];
-            SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(ws, bws, sizeof ws));
-            for (size_t i = 0; i < sizeof ws; i++)
-                if (ws[i] && problems++ < 5)
-                    fprintf(stderr, "  the workspace is not zero after the call (byte %zu: %u)\n", i,
-                            ws[i]);
-        }
+        problems += support_workspace_not_zeroed(&gpu, (void *)(uintptr_t)bws,
+                                                 TILE_FLASH_ATTENTION_WORKSPACE_BYTES, "  attention");
         /* Written exactly where the sequences are: finite there, poisoned elsewhere. */
         char *inside = calloc((size_t)sq.elements, 1);
         for (int32_t b = 0; b < c->batch; b++)
