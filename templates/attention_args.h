@@ -62,9 +62,9 @@ typedef struct tile_attention_kernel_args {
     tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv;
     float scale;                 /* softmax scale */
     float scale_log2;            /* scale * log2(e): exponents are taken base 2 */
-    /* The caller's workspace, or NULL (counter_take, tile_matrix.cuh): the warp-specialized
-     * variants take each next query block from it as they finish (perf-notes A28); the others
-     * never touch it. */
+    /* The caller's workspace, or NULL (counter_take, tile_matrix.cuh): the variants that hand
+     * blocks over (grid param HANDED) take each next query block from it as they finish
+     * (perf-notes A28); the host gives it to no other. */
     unsigned long long *block_counter;
 } tile_attention_kernel_args;
 

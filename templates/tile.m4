@@ -405,7 +405,7 @@ const tile::attn::block $1 = tile::attn::program_block_at<$2>($3, $1_pid, $1_tur
 # query block it loads. TILE_WS_HAND_END(rings, a): after it. TILE_FOR_WS_CONSUMER_BLOCKS(blk,
 # L, a, rings) ... TILE_END_FOR: the consumers' walk, blk each non-empty block.
 # - HANDED 0: every warpgroup walks the fixed order (TILE_FOR_ATTENTION_BLOCKS); the consumers
-#   skip empty blocks, and TILE_HAND_END is nothing.
+#   skip empty blocks, and TILE_WS_HAND_END is nothing.
 # - HANDED 1: the producer walks (the fixed order, or with a block counter the counter's next
 #   as the program finishes: templates/tile_attention.cuh, ws_walk) and hands each block over
 #   beside its Q; the consumers take it once Q has landed; TILE_WS_HAND_END hands over the end.
