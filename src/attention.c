@@ -202,6 +202,23 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
         s = encode_attention_map(fn, "v", &k->v_map, a->dtype, a->v, a->head_dim, a->seqlen_k,
                                  a->heads_kv, a->batch, a->v_seq_stride, a->v_head_stride,
                                  a->v_batch_stride, block_n);
+    if (s != TILE_STATUS_SUCCESS || tile_variant_param(v, "HANDED") == 1) return s;
+    /* O: optional (the consumers store it by threads without it, and the variants that hand
+     * blocks over always do: perf-notes A32), so only where
+     * a map can describe it: a 16-byte aligned base and strides of 16-byte multiples under
+     * 2^40 bytes (head_dim, a multiple of 8, ends on a 16-byte boundary, so a box store past
+     * it writes nothing of the row's padding). Then an encoding failure is the driver's,
+     * reported as for Q, K and V. */
+    const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
+    const int64_t o_steps[3] = {a->o_seq_stride, a->o_head_stride, a->o_batch_stride};
+    if ((uintptr_t)a->o % 16 != 0) return TILE_STATUS_SUCCESS;
+    for (int i = 0; i < 3; i++)
+        if (o_steps[i] * elem % 16 != 0 || o_steps[i] * elem >= ((int64_t)1 << 40))
+            return TILE_STATUS_SUCCESS;
+    s = encode_attention_map(fn, "o", &k->o_map, a->dtype, a->o, a->head_dim, a->seqlen_q,
+                             a->heads_q, a->batch, a->o_seq_stride, a->o_head_stride,
+                             a->o_batch_stride, 64);
+    k->o_by_map = s == TILE_STATUS_SUCCESS;
     return s;
 }
 

@@ -41,6 +41,9 @@ typedef struct tile_attention_kernel_args {
      * encoded per call by the host over (head_dim, seq, heads, batch), 128-byte swizzled in
      * boxes of 64 columns x BLOCK_M (q) or BLOCK_N (k, v) positions; unused (zero) otherwise. */
     CUtensorMap q_map, k_map, v_map;
+    /* The output's, in boxes of 64 columns x 64 rows (a consumer warpgroup's), where o allows
+     * one (o_by_map 1; else the threads store it: perf-notes A32). */
+    CUtensorMap o_map;
     void *o;
     const void *q, *k, *v;
     float *lse;                  /* log-sum-exp per (head, query), or NULL */
@@ -57,6 +60,7 @@ typedef struct tile_attention_kernel_args {
     int32_t head_group;          /* (batch, head) pairs whose programs run together (>= 1) */
     int32_t causal;              /* 1: key j sees query i iff j <= i + seqlen_k - seqlen_q */
     int32_t paired;              /* 1: persistent programs walk causal blocks in long/short pairs */
+    int32_t o_by_map;            /* 1: o_map holds the output (warp-specialized variants) */
     /* The walk's divisors (program_block_at): a group's units (head_group pairs times the
      * units of a pair), a group's pairs and the last group's, heads_q, heads_q / heads_kv. */
     tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv;

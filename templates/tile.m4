@@ -393,6 +393,9 @@ m4_define(<|TILE_WS_TURNS|>, <|TILE_ARGS(<|TILE_WS_TURNS|>, <|$2|>, 2)tile::attn
 m4_define(<|TILE_WS_TURN_WAIT|>, <|TILE_ARGS(<|TILE_WS_TURN_WAIT|>, <|$2|>, 2)tile::attn::ws_turn_wait<$2>($1)|>)
 m4_define(<|TILE_WS_TURN_PASS|>, <|TILE_ARGS(<|TILE_WS_TURN_PASS|>, <|$2|>, 2)tile::attn::ws_turn_pass<$2>($1)|>)
 m4_define(<|TILE_WS_TURNS_FINISH|>, <|TILE_ARGS(<|TILE_WS_TURNS_FINISH|>, <|$2|>, 2)tile::attn::ws_turns_finish<$2>($1)|>)
+# TILE_WS_STORES_FINISH(a, L): after a consumer warpgroup's last block, its output copies by
+# tensor map (TILE_WS_STORE's, where the host encoded one) have completed.
+m4_define(<|TILE_WS_STORES_FINISH|>, <|TILE_ARGS(<|TILE_WS_STORES_FINISH|>, <|$2|>, 2)tile::attn::ws_stores_finish<$2>($1)|>)
 # TILE_FOR_ATTENTION_BLOCKS(blk, L, a) ... TILE_END_FOR: blk takes this program's query blocks
 # (blockIdx.x, + gridDim.x, ...: one each unless the grid makes the variant persistent; a
 # persistent causal walk takes them in long/short pairs, templates/tile_attention.cuh).

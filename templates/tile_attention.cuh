@@ -847,6 +847,12 @@ template <typename L> __device__ __forceinline__ void ws_turn_pass(const ws_turn
 template <typename L> __device__ __forceinline__ void ws_turns_finish(const ws_turns &t) {
     if (t.wg == 0 && t.started) asm volatile("bar.sync %0, 256;" ::"r"(1 + L::WGS) : "memory");
 }
+// After a consumer warpgroup's last block: its copies out (ws_store by the tensor map) have
+// completed before the program and its shared memory go.
+template <typename L> __device__ __forceinline__ void ws_stores_finish(const tile_attention_kernel_args &a) {
+    if constexpr (!L::HANDED)
+        if (a.o_by_map && threadIdx.x % 128 == 0) bulk_wait();
+}
 
 // Whether this consumer warpgroup's 64 query rows all lie past the sequence (the last block of
 // a sequence that is not a multiple of BLOCK_M rows). Three warpgroups only: 192-row blocks
@@ -892,9 +898,17 @@ template <typename L, typename T>
 __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, const block &k,
                                          state<L> &st, const wg_tiles<L, T> &t) {
     const int l = lane_id(), g = l >> 2, q = l & 3, wg = L::consumer_wg();
+    const bool issuer = threadIdx.x % 128 == 0;
     float inv[L::MF][2];
     finish_rows<L>(a, k, st, inv);
     unsigned char *tile = reinterpret_cast<unsigned char *>(t.q) + L::STAGING_OFFSET;
+    // Not where blocks are handed over: there the store by map measured 4% slower (perf-notes
+    // A32), so that kernel keeps the threads' store, compiled as before.
+    if constexpr (!L::HANDED)
+        if (a.o_by_map) { // the last block's copy out has read the staging (long since, as a rule)
+            if (issuer) bulk_wait_read<0>();
+            warpgroup_sync(1 + wg);
+        }
 #pragma unroll
     for (int d = 0; d < L::D_TILES; d++)
 #pragma unroll
@@ -902,6 +916,23 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             const int row = fragment_row<L>(0) + g + r * 8;
             *reinterpret_cast<uint32_t *>(tile + swizzled(L::BLOCK_M, row, d) + 4 * q) =
                 mma_type<T>::pack(st.o[0][d][2 * r] * inv[0][r], st.o[0][d][2 * r + 1] * inv[0][r]);
+        }
+    if constexpr (!L::HANDED)
+        if (a.o_by_map) {
+            // The staging is the tensor map's box layout (128-byte swizzle, 64 columns a block):
+            // one thread sends the warpgroup's rows out, box by box, and the warpgroup goes on
+            // to the next block; rows past the sequence and columns past head_dim lie outside
+            // the map.
+            fence_async_shared();
+            warpgroup_sync(1 + wg);
+            if (issuer) {
+#pragma unroll
+                for (int j = 0; j < L::D_BLOCKS; j++)
+                    tma_store_4d(&a.o_map, 64 * j, k.m0 + 64 * wg, k.h, k.b,
+                                 tile + j * L::BLOCK_M * 128 + wg * 64 * 128);
+                bulk_commit();
+            }
+            return;
         }
     warpgroup_sync(1 + wg);
     T *out = (T *)a.o + (int64_t)k.b * a.o_batch + (int64_t)k.h * a.o_head;

@@ -247,6 +247,17 @@ __device__ __forceinline__ void tma_store_2d(const void *map, int32_t c0, int32_
     (void)map, (void)c0, (void)c1, (void)smem;
 #endif
 }
+__device__ __forceinline__ void tma_store_4d(const void *map, int32_t c0, int32_t c1, int32_t c2,
+                                             int32_t c3, const void *smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                 "r"((uint32_t)__cvta_generic_to_shared(smem))
+                 : "memory");
+#else
+    (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)smem;
+#endif
+}
 // The issuing thread's bulk groups: close the open one; wait until all but the latest PENDING
 // have read their shared memory (which may then be written again); wait until all have
 // completed.

@@ -208,9 +208,12 @@ static tile_flash_attention_args attention_args(tile_dtype dtype, int32_t head_d
 static int64_t attention_programs(const tile_variant_info *v, const tile_flash_attention_args *a) {
     return ceil_div(a->seqlen_q, param(v, "BLOCK_M")) * a->heads_q * a->batch;
 }
-/* Tensor maps a call encodes: q, k and v for a warp-specialized variant (WARPGROUPS 3 or 4). */
+/* Tensor maps a call encodes: q, k and v for a warp-specialized variant (WARPGROUPS 3 or 4),
+ * and o but where the variant hands blocks over (HANDED 1: its threads store the output);
+ * attention_args' o is 16-byte aligned with 16-byte strides, so a map can describe it. */
 static int attention_maps(const tile_variant_info *v) {
-    return param(v, "WARPGROUPS") >= 3 ? 3 : 0;
+    if (param(v, "WARPGROUPS") < 3) return 0;
+    return param(v, "HANDED") == 1 ? 3 : 4;
 }
 
 /* Grouped matmul shapes: many tiles (more than stay resident) with B [groups, k, n], and a few
