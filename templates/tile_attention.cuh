@@ -891,9 +891,10 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
 }
 
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout
-// (conflict-free both ways), then 16-byte row chunks out; rows past the sequence and columns
-// past head_dim are not written; lse per row. Only the warpgroup's 128 threads synchronize
-// (named barrier 1 + warpgroup), before the chunks are read and before the staging is reused.
+// (conflict-free both ways), then 16-byte row chunks out, or with O's tensor map one bulk store
+// from one thread (perf-notes A32); rows past the sequence and columns past head_dim are not
+// written; lse per row. Only the warpgroup's 128 threads synchronize (named barrier 1 +
+// warpgroup), before the chunks are read and before the staging is reused.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, const block &k,
                                          state<L> &st, const wg_tiles<L, T> &t) {
