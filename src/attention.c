@@ -204,22 +204,26 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
                                  a->v_batch_stride, block_n);
     if (s != TILE_STATUS_SUCCESS || tile_variant_param(v, "HANDED") == 1) return s;
     /* O: optional (the consumers store it by threads without it, and the variants that hand
-     * blocks over always do: perf-notes A32), so only where
-     * a map can describe it: a 16-byte aligned base and strides of 16-byte multiples under
-     * 2^40 bytes (head_dim, a multiple of 8, ends on a 16-byte boundary, so a box store past
-     * it writes nothing of the row's padding). Then an encoding failure is the driver's,
-     * reported as for Q, K and V. */
+     * blocks over always do: perf-notes A32), so only where a map can describe it: a 16-byte
+     * aligned base and, for every axis of more than one position (a lone axis's stride is
+     * recomputed: lone_axis_stride), strides of 16-byte multiples under 2^40 bytes (head_dim, a
+     * multiple of 8, ends on a 16-byte boundary, so a box store past it writes nothing of the
+     * row's padding). Should the driver still refuse it, the threads store O and the call goes
+     * on: nothing of the caller's asked for the map. */
     const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
-    const int64_t o_steps[3] = {a->o_seq_stride, a->o_head_stride, a->o_batch_stride};
+    const int64_t o_steps[3] = {a->o_seq_stride, a->o_head_stride, a->o_batch_stride},
+                  o_counts[3] = {a->seqlen_q, a->heads_q, a->batch};
     if ((uintptr_t)a->o % 16 != 0) return TILE_STATUS_SUCCESS;
-    for (int i = 0; i < 3; i++)
-        if (o_steps[i] * elem % 16 != 0 || o_steps[i] * elem >= ((int64_t)1 << 40))
-            return TILE_STATUS_SUCCESS;
-    s = encode_attention_map(fn, "o", &k->o_map, a->dtype, a->o, a->head_dim, a->seqlen_q,
-                             a->heads_q, a->batch, a->o_seq_stride, a->o_head_stride,
-                             a->o_batch_stride, 64);
-    k->o_by_map = s == TILE_STATUS_SUCCESS;
-    return s;
+    for (int i = 0; i < 3; i++) { /* (such strides are bounded by check_args: no overflow) */
+        if (o_counts[i] <= 1) continue;
+        const int64_t bytes = o_steps[i] * elem;
+        if (bytes % 16 != 0 || bytes >= ((int64_t)1 << 40)) return TILE_STATUS_SUCCESS;
+    }
+    k->o_by_map = encode_attention_map(fn, "o", &k->o_map, a->dtype, a->o, a->head_dim, a->seqlen_q,
+                                       a->heads_q, a->batch, a->o_seq_stride, a->o_head_stride,
+                                       a->o_batch_stride, 64) == TILE_STATUS_SUCCESS;
+    if (!k->o_by_map) tile_begin_call(); /* the refusal's message is not this call's */
+    return TILE_STATUS_SUCCESS;
 }
 
 /* Whether a causal call of a persistent variant walks long/short pairs of query blocks of one
