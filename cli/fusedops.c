@@ -865,14 +865,14 @@ static int bench_attention(const options *o) {
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     const tile_dtype dtype = (tile_dtype)o->dtype;
-    CUdeviceptr out, workspace;
+    CUdeviceptr out;
     const CUdeviceptr q = upload_random(&gpu, dtype, (size_t)nq, 11, -1.0f, 1.0f);
     const CUdeviceptr k = upload_random(&gpu, dtype, (size_t)nk, 12, -1.0f, 1.0f);
     const CUdeviceptr v = upload_random(&gpu, dtype, (size_t)nk, 13, -1.0f, 1.0f);
     SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&out, (size_t)nq * support_dtype_size(dtype)));
     tile_flash_attention_args a;
-    SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
-    SUPPORT_CHECK(&gpu, gpu.drv->cuMemsetD8(workspace, 0, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
+    const CUdeviceptr workspace =
+        support_zeroed_workspace(&gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
     if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out), &a))
         return EXIT_USAGE;
     if (!o->fixed_schedule) a.workspace = DEVICE_PTR(workspace);
@@ -925,12 +925,12 @@ static int bench_grouped_matmul(const options *o) {
     const CUdeviceptr a = upload_random(&gpu, dtype, (size_t)(M * K), 21, -1.0f, 1.0f);
     const CUdeviceptr b = upload_random(&gpu, dtype, (size_t)(G * K * N), 22, -1.0f, 1.0f);
     const CUdeviceptr bias = upload_random(&gpu, dtype, (size_t)(G * N), 23, -1.0f, 1.0f);
-    CUdeviceptr c, offsets, workspace;
+    CUdeviceptr c, offsets;
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&c, (size_t)(M * N) * support_dtype_size(dtype)));
     SUPPORT_CHECK(&gpu, d->cuMemAlloc(&offsets, (size_t)G * sizeof *ends));
     SUPPORT_CHECK(&gpu, d->cuMemcpyHtoD(offsets, ends, (size_t)G * sizeof *ends));
-    SUPPORT_CHECK(&gpu, d->cuMemAlloc(&workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
-    SUPPORT_CHECK(&gpu, d->cuMemsetD8(workspace, 0, TILE_GROUPED_MATMUL_WORKSPACE_BYTES));
+    const CUdeviceptr workspace =
+        support_zeroed_workspace(&gpu, TILE_GROUPED_MATMUL_WORKSPACE_BYTES);
     g.c = DEVICE_PTR(c), g.a = DEVICE_PTR(a), g.b = DEVICE_PTR(b);
     g.offsets = DEVICE_PTR(offsets);
     if (!o->fixed_schedule) g.workspace = DEVICE_PTR(workspace);

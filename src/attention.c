@@ -186,6 +186,14 @@ static tile_status encode_attention_map(const char *fn, const char *what, CUtens
     return tile_encode_tensor_map(fn, what, map, dtype, base, 4, dims, strides, box);
 }
 
+/* Whether a variant's producer hands each query block to its consumers (grid param HANDED,
+ * warp-specialized only): such a variant takes blocks from a workspace's counter and keeps its
+ * threads' store of O (perf-notes A28, A32). */
+static int hands_blocks_over(const tile_variant *v) {
+    return v->persistent && tile_variant_uses_tensor_maps(v) &&
+           tile_variant_param(v, "HANDED") == 1;
+}
+
 /* The tensor maps of Q (boxes of BLOCK_M rows), K and V (BLOCK_N rows) for a warp-specialized
  * variant; fixed-length batches only (a box cannot stop at a varlen sequence's end). */
 static tile_status encode_maps(const char *fn, const tile_variant *v,
@@ -202,7 +210,7 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
         s = encode_attention_map(fn, "v", &k->v_map, a->dtype, a->v, a->head_dim, a->seqlen_k,
                                  a->heads_kv, a->batch, a->v_seq_stride, a->v_head_stride,
                                  a->v_batch_stride, block_n);
-    if (s != TILE_STATUS_SUCCESS || tile_variant_param(v, "HANDED") == 1) return s;
+    if (s != TILE_STATUS_SUCCESS || hands_blocks_over(v)) return s;
     /* O: optional (the consumers store it by threads without it, and the variants that hand
      * blocks over always do: perf-notes A32), so only where a map can describe it: a 16-byte
      * aligned base and, for every axis of more than one position (a lone axis's stride is
@@ -268,8 +276,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     /* With a workspace the programs that hand blocks over (grid param HANDED) take them from
      * its counter as they finish, longest first, causal ones too: no fixed share to balance
      * (perf-notes A28); the others keep the fixed walk and leave the workspace alone. */
-    const int counted = a->workspace && v->persistent && tile_variant_uses_tensor_maps(v) &&
-                        tile_variant_param(v, "HANDED") == 1;
+    const int counted = a->workspace && hands_blocks_over(v);
     const int paired = !counted && walk_in_pairs(device, variant, a, units);
     const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
     tile_attention_kernel_args k = {
@@ -306,7 +313,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .paired = paired,
         .group_units = tile_divisor_of((uint32_t)(head_group * units_a_pair)),
         .group_pairs = tile_divisor_of((uint32_t)head_group),
-        .last_group_pairs = tile_divisor_of((uint32_t)(pairs - (pairs - 1) / head_group * head_group)),
+        .last_group_pairs =
+            tile_divisor_of((uint32_t)(pairs - (pairs - 1) / head_group * head_group)),
         .heads_q_div = tile_divisor_of((uint32_t)a->heads_q),
         .heads_per_kv = tile_divisor_of((uint32_t)(a->heads_q / a->heads_kv)),
         .scale = scale,

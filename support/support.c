@@ -563,9 +563,7 @@ static void setup_done(const support_gpu *gpu) {
     SUPPORT_CHECK(gpu, gpu->drv->cuCtxSynchronize());
 }
 
-/* A counter workspace of `bytes` (attention's, the grouped matmul's), zeroed once as callers
- * zero it before their first call. */
-static CUdeviceptr zeroed_workspace(const support_gpu *gpu, size_t bytes) {
+CUdeviceptr support_zeroed_workspace(const support_gpu *gpu, size_t bytes) {
     CUdeviceptr ws;
     SUPPORT_CHECK(gpu, gpu->drv->cuMemAlloc(&ws, bytes));
     SUPPORT_CHECK(gpu, gpu->drv->cuMemsetD8(ws, 0, bytes));
@@ -847,7 +845,7 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
         SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bck, cu_k, cu_bytes));
     }
     const CUdeviceptr bws =
-        c->fixed_schedule ? 0 : zeroed_workspace(gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
+        c->fixed_schedule ? 0 : support_zeroed_workspace(gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
 #define DP(p) ((void *)(uintptr_t)(p))
     p->args = (tile_flash_attention_args){
         .struct_size = sizeof p->args, .dtype = dt, .batch = nb, .heads_q = c->heads_q,
@@ -1147,7 +1145,7 @@ void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_
     SUPPORT_CHECK(gpu, drv->cuMemAlloc(&bends, (size_t)G * sizeof *ends));
     SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bends, ends, (size_t)G * sizeof *ends));
     const CUdeviceptr bws =
-        c->fixed_schedule ? 0 : zeroed_workspace(gpu, TILE_GROUPED_MATMUL_WORKSPACE_BYTES);
+        c->fixed_schedule ? 0 : support_zeroed_workspace(gpu, TILE_GROUPED_MATMUL_WORKSPACE_BYTES);
 #define DP(x) ((void *)(uintptr_t)(x))
     p->args = (tile_grouped_matmul_args){
         .struct_size = sizeof p->args, .dtype = dt, .groups = G, .total_m = M, .n = N, .k = K,

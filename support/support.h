@@ -107,6 +107,10 @@ void *support_xmalloc(size_t n);
  * free() them. */
 float *support_stored_uniform(tile_dtype dtype, size_t n, uint64_t seed, float lo, float hi);
 
+/* A counter workspace of `bytes` (attention's, the grouped matmul's) on the device, zeroed once
+ * as callers zero it before their first call; cuMemFree it. */
+CUdeviceptr support_zeroed_workspace(const support_gpu *gpu, size_t bytes);
+
 /* 1 (with a message naming `label`) where a call left its workspace (NULL: none) of `bytes`
  * not zeroed, which every call must, for the next; else 0. */
 int64_t support_workspace_not_zeroed(const support_gpu *gpu, const void *workspace, size_t bytes,

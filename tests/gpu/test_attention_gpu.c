@@ -167,12 +167,10 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
         a.total_k = tokens_k;
     }
     a.lse = c->with_lse ? (float *)blse : NULL;
-    CUdeviceptr bws = 0; /* odd seeds: a workspace (blocks from its counter), left zeroed */
-    if (c->seed & 1) {
-        SUPPORT_CHECK(&gpu, drv->cuMemAlloc(&bws, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
-        SUPPORT_CHECK(&gpu, drv->cuMemsetD8(bws, 0, TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
-        a.workspace = (void *)bws;
-    }
+    /* odd seeds: a workspace (blocks from its counter), left zeroed */
+    const CUdeviceptr bws =
+        c->seed & 1 ? support_zeroed_workspace(&gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES) : 0;
+    a.workspace = (void *)(uintptr_t)bws;
     *status = c->variant >= 0 ? tile_flash_attention_variant(c->variant, &a, NULL)
                               : tile_flash_attention(&a, NULL);
     int64_t problems = -1;
