@@ -709,31 +709,30 @@ template <typename L> __device__ __forceinline__ ws_rings<L> ws_rings_start() {
 // The producer's walk over query blocks: the fixed one (blockIdx.x, + gridDim.x, ...; with
 // a.paired, turns of long/short pairs), or with a block counter (a.block_counter) the first
 // block blockIdx.x and each next one the counter's, as the program finishes (perf-notes A28):
-// no program waits on a fixed share of unequal blocks. The next number is taken a block ahead,
-// so the atomic's latency hides behind this block's copies. Numbers only grow; one that does
-// not (a workspace not zeroed, or shared by calls running at once) ends the walk, so such misuse
-// skips blocks (docs/api.md) but never repeats one or hangs.
+// no program waits on a fixed share of unequal blocks. The next number is taken once this
+// block's last key and value tiles are on their way, not a block ahead: a claim a block early
+// binds the walk's first 2 x gridDim.x blocks at the start, long with long, which left a causal
+// call of two blocks a program 35% slower (perf-notes A33); the atomic's latency hides behind
+// the consumers' last tiles. Numbers only grow; one that does not (a workspace not zeroed, or
+// shared by calls running at once) ends the walk, so such misuse skips blocks (docs/api.md)
+// but never repeats one or hangs.
 // (32-bit: the host keeps a call's blocks at 2^30 or fewer, and the producer's 24 registers
 // spill 64-bit ones.)
 struct ws_walk {
-    int32_t pid, turn, end, pending;
+    int32_t pid, turn, end;
 };
 __device__ __forceinline__ ws_walk ws_walk_start(const tile_attention_kernel_args &a) {
-    ws_walk w{(int32_t)blockIdx.x, 0, (int32_t)attention_walk(a), -1};
-    if (a.block_counter && w.pid < w.end) w.pending = (int32_t)counter_take(a.block_counter);
-    return w;
+    return ws_walk{(int32_t)blockIdx.x, 0, (int32_t)attention_walk(a)};
 }
 __device__ __forceinline__ bool ws_walk_more(const ws_walk &w) { return w.pid < w.end; }
 __device__ __forceinline__ void ws_walk_next(ws_walk &w, const tile_attention_kernel_args &a) {
     if (!a.block_counter) {
         w.pid += gridDim.x;
         w.turn++;
-    } else if (w.pending <= w.pid) {
-        w.pid = w.end; // a counter that did not grow
-    } else {
-        w.pid = w.pending;
-        if (w.pid < w.end) w.pending = (int32_t)counter_take(a.block_counter);
+        return;
     }
+    const int32_t next = (int32_t)counter_take(a.block_counter);
+    w.pid = next > w.pid ? next : w.end; // a counter that did not grow ends the walk
 }
 // After the producer's walk: an end position for the consumers, behind the last block's Q
 // (a plain arrival completes the stage's phase: no bytes), and the counter's count of programs
