@@ -5,7 +5,7 @@
  *   fusedops explain OP --dtype D --shape RxC [--arch sm_NN] [--align BYTES]
  *                    [--ld-x N] [--ld-y N]       the variant dispatch picks, and why
  *   fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
- *                    [--seqlen-k N] [--arch sm_NN]
+ *                    [--seqlen-k N] [--fixed-schedule] [--arch sm_NN]
  *   fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--arch sm_NN]
  *   fusedops check [--dtype D] [--variant NAME] [--quick]
@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attention_tune_grid.h"
 #include "fusedops.h"
 #include "support.h"
 
@@ -101,7 +102,7 @@ static int usage(const char *msg) {
           "  fusedops explain OP --dtype D --shape ROWSxCOLS [--arch sm_NN] [--align BYTES]"
           " [--ld-x N] [--ld-y N]\n"
           "  fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
-          " [--seqlen-k N] [--arch sm_NN]\n"
+          " [--seqlen-k N] [--fixed-schedule] [--arch sm_NN]\n"
           "  fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--arch sm_NN]\n"
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
@@ -288,6 +289,8 @@ static int cmd_explain(int argc, char **argv) {
     if (op == OP_ATTENTION) {
         if (attention_args_of(&o, stand_in, stand_in, stand_in, stand_in + 256, &a))
             return EXIT_USAGE;
+        /* as bench calls: with a workspace unless --fixed-schedule (dispatch weighs the walk) */
+        if (!o.fixed_schedule) a.workspace = stand_in;
     } else if (op == OP_GROUPED_MATMUL) {
         if (grouped_args_of(&o, stand_in + 256, stand_in, stand_in, stand_in,
                             (const int32_t *)(const void *)stand_in, &g))
@@ -1331,10 +1334,7 @@ static void tune_rowwise(tune_run *r, const tune_pass *passes, int npasses, int 
  * batch * heads_q * seqlen_q query rows x head_dim and grouped matmul's total_m / groups rows
  * (the average group) x n: on the grids both are powers of two, so each problem is its own
  * bucket. The held-out problems of --verify lie between them. */
-/* Attention, non-causal, seqlen_k = seqlen_q: {batch, heads_q, heads_kv, seqlen} x head_dim. */
-static const int64_t attention_grid[][4] = {{1, 8, 2, 128},   {1, 8, 2, 512},    {1, 16, 4, 1024},
-                                            {2, 16, 4, 2048}, {4, 32, 8, 2048}, {4, 32, 8, 8192}};
-static const int64_t attention_head_dims[] = {64, 128};
+/* Attention: src/attention_tune_grid.h (dispatch scales a line's times from its shape). */
 /* {batch, heads_q, heads_kv, seqlen, head_dim, causal} */
 static const int64_t attention_held_out[][6] = {
     {2, 4, 1, 100, 64, 0},    {1, 12, 4, 300, 64, 0},    {8, 8, 8, 200, 64, 1},
@@ -1448,10 +1448,10 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
         for (size_t i = 0; i < sizeof attention_held_out / sizeof *attention_held_out; i++, n++)
             memcpy(shapes[n], attention_held_out[i], sizeof *attention_held_out);
     } else if (op == OP_ATTENTION) {
-        for (size_t d = 0; d < sizeof attention_head_dims / sizeof *attention_head_dims; d++)
-            for (size_t i = 0; i < sizeof attention_grid / sizeof *attention_grid; i++, n++) {
-                memcpy(shapes[n], attention_grid[i], sizeof *attention_grid);
-                shapes[n][4] = attention_head_dims[d];
+        for (size_t d = 0; d < sizeof attention_tune_head_dims / sizeof *attention_tune_head_dims; d++)
+            for (size_t i = 0; i < sizeof attention_tune_grid / sizeof *attention_tune_grid; i++, n++) {
+                memcpy(shapes[n], attention_tune_grid[i], sizeof *attention_tune_grid);
+                shapes[n][4] = attention_tune_head_dims[d];
             }
     } else if (r->verify) {
         for (size_t i = 0; i < sizeof grouped_held_out / sizeof *grouped_held_out; i++, n++)

@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "attention_args.h"
+#include "attention_tune_grid.h"
 #include "internal.h"
 
 static const char attention_op[] = "attention";
@@ -155,8 +156,8 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     return (tile_problem){.op = attention_op, .dtype = a->dtype, .rows = rows,
                           .cols = a->head_dim, .align = align,
                           .no_tensor_maps = a->cu_seqlens_q != NULL,
-                          .causal_seqlen_q = a->causal ? a->seqlen_q : 0,
-                          .causal_seqlen_k = a->causal ? a->seqlen_k : 0};
+                          .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
+                          .causal = a->causal != 0, .block_counter = a->workspace != NULL};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one
@@ -238,21 +239,158 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
  * head (templates/tile_attention.cuh): units of equal work, so a static walk stays balanced and
  * each block's loads run under the last one's products. One program per block, balanced by
  * the hardware, pays a prologue and an epilogue a block but leaves no program idle in a last,
- * partial round of units; the pairs win where that round costs less than the prologues. */
-static int walk_in_pairs(const tile_device *device, int32_t variant,
-                         const tile_flash_attention_args *a, int64_t units) {
-    const tile_variant *v = &tile_registry[variant];
-    if (!a->causal || !v->persistent) return 0;
-    const int64_t programs = tile_resident_programs(device, variant);
-    if (programs < 1) return 0;
+ * partial round of units; the pairs win where that round costs less than the prologues.
+ * `programs`: the device's resident programs of v; `units`: the pairs' units of the call. */
+static int walk_in_pairs(const tile_variant *v, int64_t programs, int causal, int64_t seqlen_q,
+                         int64_t seqlen_k, int64_t units) {
+    if (!causal || !v->persistent || programs < 1 || units < 1) return 0;
     const int64_t rounds = (units + programs - 1) / programs;
     const double idle = (double)(rounds * programs) / (double)units; /* >= 1: the last round */
     /* key tiles a block visits on average: bottom-right aligned, the rows see seqlen_k -
      * seqlen_q / 2 keys on average (at least one tile) */
-    double tiles = ((double)a->seqlen_k - 0.5 * (double)a->seqlen_q) /
+    double tiles = ((double)seqlen_k - 0.5 * (double)seqlen_q) /
                    (double)tile_variant_param(v, "BLOCK_N");
     if (tiles < 1.0) tiles = 1.0;
     return (tiles + PAIRED_WALK_SAVES_TILES) / tiles > idle;
+}
+
+/* A query block's work beyond its products, in key tiles of 128 x 128 query-key pairs a 128
+ * rows of its height: its Q's load, the pipeline's fill and drain (its first scores and last
+ * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64, 26 shapes,
+ * causal and not: perf-notes A34). */
+#define BLOCK_OVERHEAD_TILES 2.0
+/* Programs a device holds at once where the problem names no device (explain for an arch):
+ * an H100's or H200's SMs, one program each. */
+#define ASSUMED_PROGRAMS 132
+
+/* One launch's shape as the schedule model sees it. */
+typedef struct walk_shape {
+    int64_t pairs, seqlen_q, seqlen_k;
+    int causal, block_counter;
+} walk_shape;
+
+/* The work of query block j (0: the first rows) of one (batch, head) of s for blocks of bm
+ * rows and bn keys: the pairs its rows compute (in whole warpgroups of `quantum` rows: 64 where
+ * three or more consumers skip those past the sequence, ws_rows_past) over 128 x 128, plus
+ * BLOCK_OVERHEAD_TILES a 128 rows of bm. */
+static double block_work(int64_t bm, int64_t bn, int64_t quantum, const walk_shape *s, int64_t j) {
+    const int64_t m0 = j * bm, end = m0 + bm < s->seqlen_q ? m0 + bm : s->seqlen_q;
+    int64_t tiles = (s->seqlen_k + bn - 1) / bn;
+    if (s->causal) {
+        const int64_t last_key = end - 1 + s->seqlen_k - s->seqlen_q; /* bottom-right aligned */
+        const int64_t seen = last_key < 0 ? 0 : last_key / bn + 1;
+        if (seen < tiles) tiles = seen;
+    }
+    const int64_t rows = (end - m0 + quantum - 1) / quantum * quantum;
+    return ((double)rows * (double)(tiles * bn) / 128.0 + BLOCK_OVERHEAD_TILES * (double)bm) / 128.0;
+}
+
+/* After the root of a binary min-heap of n values grew: moves it down to its place. */
+static void heap_sift_down(double *heap, int64_t n) {
+    for (int64_t i = 0;;) {
+        int64_t low = i;
+        const int64_t l = 2 * i + 1, r = l + 1;
+        if (l < n && heap[l] < heap[low]) low = l;
+        if (r < n && heap[r] < heap[low]) low = r;
+        if (low == i) return;
+        const double t = heap[i];
+        heap[i] = heap[low];
+        heap[low] = t;
+        i = low;
+    }
+}
+
+/* The busiest program's work (block_work's units) when v runs shape s on `resident` programs,
+ * as launch() walks it:
+ * - with a block counter (variants that hand blocks over, given a workspace) or one program per
+ *   block (non-persistent variants, and causal calls that do not walk in pairs, which pay
+ *   PAIRED_WALK_SAVES_TILES more a block), each next block goes to the program that frees
+ *   first: simulated up to WALK_GREEDY_ITEMS blocks; past that, the blocks left when the
+ *   programs part are a causal call's shortest (or all alike), and the average program's work
+ *   stands for it;
+ * - the fixed walk and the paired one (units of a long and a short block) give program i the
+ *   items i, i + programs, ... (heads fastest): summed exactly.
+ * A head of more than WALK_KINDS items (a sequence of 128K rows and more) takes the average. */
+#define WALK_KINDS 1024
+#define WALK_GREEDY_ITEMS 2048
+static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resident) {
+    const int64_t bm = v->rows_per_program, bn = tile_variant_param(v, "BLOCK_N");
+    const int64_t quantum = tile_variant_param(v, "WARPGROUPS") >= 4 ? 64 : bm;
+    const int64_t m_blocks = (s->seqlen_q + bm - 1) / bm, units_a_head = (m_blocks + 1) / 2;
+    if (m_blocks < 1 || bn < 1 || s->pairs < 1 || resident < 1) return 0.0;
+    const int counted = s->block_counter && hands_blocks_over(v);
+    const int paired = !counted && walk_in_pairs(v, resident, s->causal, s->seqlen_q, s->seqlen_k,
+                                                 s->pairs * units_a_head);
+    const int one_each = !v->persistent || (s->causal && !paired && !counted);
+    const int64_t kinds = paired ? units_a_head : m_blocks; /* a head's items */
+    const int64_t items = s->pairs > INT64_MAX / kinds ? INT64_MAX : s->pairs * kinds;
+    const int64_t programs = resident < items ? resident : items;
+    double work[WALK_KINDS], total = 0.0, longest = 0.0;
+    /* a head's k-th item: the last rows' block first (the longest of a causal call), but with a
+     * counter a full call's blocks in order, a ragged last block last (program_block_at) */
+    const int in_order = counted && !s->causal;
+    for (int64_t k = 0; k < kinds; k++) {
+        const int64_t j = in_order ? k : m_blocks - 1 - k;
+        double w = block_work(bm, bn, quantum, s, j) + (one_each ? PAIRED_WALK_SAVES_TILES : 0.0);
+        if (paired && k != j) w += block_work(bm, bn, quantum, s, k); /* its short twin */
+        if (k < WALK_KINDS) work[k] = w;
+        total += w * (double)s->pairs;
+        if (w > longest) longest = w;
+    }
+    const double average = total / (double)programs;
+    const int greedy = counted || one_each;
+    if (kinds > WALK_KINDS || programs > WALK_KINDS || (greedy && items > WALK_GREEDY_ITEMS))
+        return average > longest ? average : longest;
+    double load[WALK_KINDS] = {0};
+    if (greedy) {
+        for (int64_t i = 0; i < items; i++) { /* to the program free first: the heap's root */
+            load[0] += work[i / s->pairs];
+            heap_sift_down(load, programs);
+        }
+    } else {
+        /* item i goes to program i % programs: each kind's run of `pairs` items adds its work
+         * to whole laps of the programs and to a stretch of them (a difference array) */
+        double laps = 0.0, step[WALK_KINDS + 1] = {0};
+        for (int64_t k = 0; k < kinds; k++) {
+            const int64_t first = k * s->pairs % programs, rest = s->pairs % programs;
+            laps += work[k] * (double)(s->pairs / programs);
+            const int64_t end = first + rest; /* programs first .. end - 1, wrapping */
+            step[first] += work[k];
+            if (end <= programs) {
+                step[end] -= work[k];
+            } else {
+                step[programs] -= work[k];
+                step[0] += work[k];
+                step[end - programs] -= work[k];
+            }
+        }
+        double run = 0.0;
+        for (int64_t i = 0; i < programs; i++) load[i] = laps + (run += step[i]);
+    }
+    double busiest = 0.0;
+    for (int64_t i = 0; i < programs; i++)
+        if (load[i] > busiest) busiest = load[i];
+    return busiest;
+}
+
+double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t bucket_rows_log2) {
+    const tile_variant *v = &tile_registry[variant];
+    const int64_t *grid = NULL;
+    for (size_t i = 0; i < sizeof attention_tune_grid / sizeof *attention_tune_grid; i++) {
+        const int64_t *g = attention_tune_grid[i];
+        if (g[0] * g[1] * g[3] == (int64_t)1 << bucket_rows_log2) grid = g;
+    }
+    if (!grid || p->seqlen_q < 1 || p->seqlen_k < 1) return 0.0;
+    const int64_t resident = p->sm_count > 0 && p->blocks_per_sm
+                                 ? (int64_t)p->sm_count * p->blocks_per_sm[variant]
+                                 : ASSUMED_PROGRAMS;
+    const walk_shape tuned = {.pairs = grid[0] * grid[1], .seqlen_q = grid[3], .seqlen_k = grid[3],
+                              .causal = 0, .block_counter = 1}; /* (tune passes a workspace) */
+    const walk_shape call = {.pairs = p->rows / p->seqlen_q, .seqlen_q = p->seqlen_q,
+                             .seqlen_k = p->seqlen_k, .causal = p->causal,
+                             .block_counter = p->block_counter};
+    const double on_grid = walk_span(v, &tuned, resident), on_call = walk_span(v, &call, resident);
+    return on_grid > 0.0 && on_call > 0.0 ? on_call / on_grid : 0.0;
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
@@ -277,7 +415,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
      * its counter as they finish, longest first, causal ones too: no fixed share to balance
      * (perf-notes A28); the others keep the fixed walk and leave the workspace alone. */
     const int counted = a->workspace && hands_blocks_over(v);
-    const int paired = !counted && walk_in_pairs(device, variant, a, units);
+    const int paired = !counted && walk_in_pairs(v, tile_resident_programs(device, variant),
+                                                 a->causal, a->seqlen_q, a->seqlen_k, units);
     const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
     tile_attention_kernel_args k = {
         .o = a->o,

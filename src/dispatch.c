@@ -252,50 +252,29 @@ static int32_t weigh_waves(const tile_tuned_entry *e, const tile_problem *p, dou
     return *runner_up_us < 0.9 * *winner_us ? e->runner_up : e->variant;
 }
 
-/* Query-key pairs the blocks of variant v compute for one head of a causal call, as the kernels
- * walk it (program_block_at, templates/tile_attention.cuh): a block visits the key tiles up to
- * its last row's diagonal (bottom-right aligned), over all its rows, or in whole warpgroups of
- * 64 where its consumers skip those past the sequence (three or more: ws_rows_past). 0 past
- * 4096 blocks a head, where the diagonal is under 0.1% of the work. */
-static double causal_pairs(const tile_variant *v, int64_t seq_q, int64_t seq_k) {
-    const int64_t bm = v->rows_per_program, bn = tile_variant_param(v, "BLOCK_N");
-    if (bm < 1 || bn < 1 || seq_q < 1 || seq_k < 1 || (seq_q + bm - 1) / bm > 4096) return 0.0;
-    const int64_t quantum = tile_variant_param(v, "WARPGROUPS") >= 4 ? 64 : bm;
-    const int64_t key_tiles = (seq_k + bn - 1) / bn;
-    double pairs = 0.0;
-    for (int64_t m0 = 0; m0 < seq_q; m0 += bm) {
-        const int64_t end = m0 + bm < seq_q ? m0 + bm : seq_q;
-        const int64_t last_key = end - 1 + seq_k - seq_q; /* the last key a row here sees */
-        int64_t tiles = last_key < 0 ? 0 : last_key / bn + 1;
-        if (tiles > key_tiles) tiles = key_tiles;
-        pairs += (double)((end - m0 + quantum - 1) / quantum * quantum) * (double)(tiles * bn);
-    }
-    return pairs;
-}
-
-/* Causal attention: a bucket's winner and runner-up were timed on full attention, where every
- * block visits every key tile. A causal call's blocks stop at the diagonal in whole key tiles,
- * so a taller block computes more pairs past it; where the two differ in height, each time is
- * scaled by the pairs its blocks compute over the full call's, and the runner-up taken where
- * that predicts it over 2% faster (head dim 64 on an H200: 128-row blocks 3-7% faster than the
- * tuned 192 up to 1024 keys, 11% slower at 16384; the model's error was within 3% except at
- * 4096 keys, 6%: perf-notes A27). Returns the variant, with both predictions (0 where not
- * weighed). */
-static int32_t weigh_causal(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
-                            double *runner_up_us) {
+/* Attention: a bucket's winner and runner-up were timed on the tune grid's shape of the bucket
+ * (non-causal, with a workspace). The call may walk otherwise: causal blocks stop at the
+ * diagonal, so a taller block computes more pairs past it; a call of few blocks a program
+ * leaves some programs idle in its last round, more so for taller blocks or a fixed walk
+ * (1 x 16 heads x 2048 x 64: 176 blocks of 192 rows take two rounds of 132 programs where
+ * the grid's 352 took three, 256 of 128 rows two where 512 took four). So each time is scaled
+ * by its variant's busiest program's work on the call over that on the grid shape
+ * (tile_attention_walk_ratio), and the runner-up taken where that predicts it over 2% faster
+ * (perf-notes A34: on an H200 at head dim 64 this picks within 2% of the faster of the two
+ * heights on 24 of 26 shapes, where the pairs alone did on 16 of 26). Returns the variant,
+ * with both predictions (0 where not weighed). */
+static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
+                               double *runner_up_us) {
     *winner_us = *runner_up_us = 0.0;
-    if (e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f))
-        return e->variant; /* (lengths under 1: causal_pairs counts none) */
-    const tile_variant *winner = &tile_registry[e->variant], *runner_up = &tile_registry[e->runner_up];
-    if (winner->rows_per_program == runner_up->rows_per_program ||
-        !tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
+    if (e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f)) return e->variant;
+    const tile_variant *runner_up = &tile_registry[e->runner_up];
+    if (!tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
         return e->variant;
-    const double full = (double)p->causal_seqlen_q * (double)p->causal_seqlen_k;
-    const double w = causal_pairs(winner, p->causal_seqlen_q, p->causal_seqlen_k),
-                 r = causal_pairs(runner_up, p->causal_seqlen_q, p->causal_seqlen_k);
+    const double w = tile_attention_walk_ratio(e->variant, p, e->rows_log2),
+                 r = tile_attention_walk_ratio(e->runner_up, p, e->rows_log2);
     if (!(w > 0.0 && r > 0.0)) return e->variant;
-    *winner_us = e->time_us * w / full;
-    *runner_up_us = e->runner_up_us * r / full;
+    *winner_us = e->time_us * w;
+    *runner_up_us = e->runner_up_us * r;
     return *runner_up_us < 0.98 * *winner_us ? e->runner_up : e->variant;
 }
 
@@ -457,16 +436,16 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     }
     if (best) {
         double winner_us, runner_up_us;
-        /* the row-wise ops are weighed by waves, causal attention (the only problems with
-         * causal lengths) by its diagonal */
-        const int causal = p->causal_seqlen_q > 0;
-        decision->variant = causal ? weigh_causal(best, p, &winner_us, &runner_up_us)
-                                   : weigh_waves(best, p, &winner_us, &runner_up_us);
+        /* the row-wise ops are weighed by waves, attention (the only problems with sequence
+         * lengths) by its walks */
+        const int attention = p->seqlen_q > 0;
+        decision->variant = attention ? weigh_attention(best, p, &winner_us, &runner_up_us)
+                                      : weigh_waves(best, p, &winner_us, &runner_up_us);
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         char weighing_note[160] = "", at[64];
-        if (causal)
-            snprintf(at, sizeof at, "causal at %lld queries x %lld keys", (long long)p->causal_seqlen_q,
-                     (long long)p->causal_seqlen_k);
+        if (attention)
+            snprintf(at, sizeof at, "%s at %lld queries x %lld keys", p->causal ? "causal" : "walked",
+                     (long long)p->seqlen_q, (long long)p->seqlen_k);
         else
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;
@@ -526,7 +505,8 @@ typedef struct cached_decision {
     int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps,
         mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
-    int64_t causal_seqlen_q, causal_seqlen_k; /* (one head's work a shape splits otherwise) */
+    int64_t seqlen_q, seqlen_k; /* (one head's work a shape splits otherwise) */
+    int32_t causal, block_counter;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -540,16 +520,18 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
      * inputs; a table op apart), nor two devices of one arch but other memory systems */
     h ^= (uint64_t)((p->table_op != NULL) + 2 * (uint32_t)p->mem_bandwidth_gbs) *
          0xff51afd7ed558ccdull;
-    /* nor causal calls of one query count in other sequence lengths */
-    h ^= (uint64_t)p->causal_seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->causal_seqlen_k;
+    /* nor attention calls of one query count in other sequence lengths or walks */
+    h ^= (uint64_t)p->seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->seqlen_k ^
+         (uint64_t)(p->causal + 2 * p->block_counter) << 61;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
         c->optional_inputs == p->optional_inputs && c->pointwise == p->pointwise &&
         c->no_tensor_maps == p->no_tensor_maps && c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
-        c->blocks_per_sm == p->blocks_per_sm && c->causal_seqlen_q == p->causal_seqlen_q &&
-        c->causal_seqlen_k == p->causal_seqlen_k) {
+        c->blocks_per_sm == p->blocks_per_sm && c->seqlen_q == p->seqlen_q &&
+        c->seqlen_k == p->seqlen_k && c->causal == p->causal &&
+        c->block_counter == p->block_counter) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -560,7 +542,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
                            p->optional_inputs, p->pointwise, p->no_tensor_maps,
                            p->mem_bandwidth_gbs,
-                           p->blocks_per_sm,   p->causal_seqlen_q, p->causal_seqlen_k};
+                           p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->causal,
+                           p->block_counter};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

@@ -64,11 +64,20 @@ typedef struct tile_problem {
     const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain
                                    * for another arch): tuned entries are then not weighed
                                    * by waves */
-    int64_t causal_seqlen_q, causal_seqlen_k; /* a causal attention call's query and key
-                                               * lengths (the longest, varlen), 0 otherwise:
-                                               * a tuned entry's two block heights are weighed
-                                               * by the key tiles their blocks visit */
+    /* attention: the query and key lengths (the longest, varlen), causal masking, and whether
+     * the call gives a workspace (whose counter the variants that hand blocks over walk); 0
+     * for the other ops. A tuned line's winner and runner-up are weighed by how each would
+     * walk the call against the line's grid shape (tile_attention_walk_ratio). */
+    int64_t seqlen_q, seqlen_k;
+    int32_t causal, block_counter;
 } tile_problem;
+
+/* How a tuned attention time scales from its line's shape (the tune grid's shape of the
+ * bucket of 2^bucket_rows_log2 query rows, src/attention_tune_grid.h) to call p for `variant`:
+ * its busiest program's work on p over that on the grid shape, each as launch() would walk it
+ * on p's device (132 programs where p names none); 0 where no grid shape has that bucket.
+ * (src/attention.c) */
+double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t bucket_rows_log2);
 
 /* Fills in p's device fields (arch, SM count, shared memory, occupancy) from `device`. */
 void tile_problem_on_device(tile_problem *p, const tile_device *device);
