@@ -352,7 +352,7 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
          * to whole laps of the programs and to a stretch of them (a difference array) */
         double laps = 0.0, step[WALK_KINDS + 1] = {0};
         for (int64_t k = 0; k < kinds; k++) {
-            const int64_t first = k * s->pairs % programs, rest = s->pairs % programs;
+            const int64_t rest = s->pairs % programs, first = k % programs * rest % programs;
             laps += work[k] * (double)(s->pairs / programs);
             const int64_t end = first + rest; /* programs first .. end - 1, wrapping */
             step[first] += work[k];
