@@ -235,6 +235,18 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
     return TILE_STATUS_SUCCESS;
 }
 
+/* Programs run in groups of heads whose K and V stay in L2 while every query block of the
+ * group reads them (perf-notes A8): about 8 MiB together for full attention (A21: at 16 MiB an
+ * H100 read K and V from DRAM nearly twice), 16 MiB for causal calls, whose walks cover fewer
+ * blocks a head (A21: 8 MiB cost them 1-5%). The (batch, head) pairs of a group, 1 to pairs. */
+static int64_t heads_a_group(tile_dtype dtype, int64_t head_dim, int64_t seqlen_k, int causal,
+                             int64_t pairs) {
+    const int64_t kv_bytes = 2 * (seqlen_k > 0 ? seqlen_k : 1) * head_dim *
+                             (int64_t)tile_dtype_size(dtype);
+    const int64_t group = ((int64_t)(causal ? 16 : 8) << 20) / kv_bytes;
+    return group < 1 ? 1 : group > pairs ? pairs : group;
+}
+
 /* Whether a causal call of a persistent variant walks long/short pairs of query blocks of one
  * head (templates/tile_attention.cuh): units of equal work, so a static walk stays balanced and
  * each block's loads run under the last one's products. One program per block, balanced by
@@ -258,14 +270,22 @@ static int walk_in_pairs(const tile_variant *v, int64_t programs, int causal, in
  * rows of its height: its Q's load, the pipeline's fill and drain (its first scores and last
  * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64, 26 shapes,
  * causal and not: perf-notes A34). */
-#define BLOCK_OVERHEAD_TILES 2.0
-/* Programs a device holds at once where the problem names no device (explain for an arch):
- * an H100's or H200's SMs, one program each. */
-#define ASSUMED_PROGRAMS 132
+#define BLOCK_OVERHEAD_TILES 2.5
+/* The SMs of the GPUs the compiled attention lines were tuned on (H100 SXM, H200), and those
+ * assumed where the problem names no device (explain for an arch). */
+#define TUNED_SMS 132
+/* The model's bounds: a head of more blocks (a sequence of 64K rows at 128-row blocks) is not
+ * weighed; past WALK_PROGRAMS resident programs, or WALK_GREEDY_ITEMS blocks dealt to the
+ * program free first (then the blocks left when the programs part are a causal call's shortest,
+ * or all alike), or WALK_RUNS runs of one item kind, the average program's work stands in. */
+#define WALK_KINDS 512
+#define WALK_PROGRAMS 1024
+#define WALK_GREEDY_ITEMS 2048
+#define WALK_RUNS 65536
 
 /* One launch's shape as the schedule model sees it. */
 typedef struct walk_shape {
-    int64_t pairs, seqlen_q, seqlen_k;
+    int64_t pairs, seqlen_q, seqlen_k, group; /* group: heads_a_group's */
     int causal, block_counter;
 } walk_shape;
 
@@ -301,75 +321,79 @@ static void heap_sift_down(double *heap, int64_t n) {
 }
 
 /* The busiest program's work (block_work's units) when v runs shape s on `resident` programs,
- * as launch() walks it:
+ * as launch() walks it, or 0 where not modelled (WALK_KINDS). The walk's items (blocks, or the
+ * paired walk's units of a long and a short block) come as program_block_at orders them: in
+ * groups of s->group heads, each group's items kind by kind (the last rows' block first, but
+ * with a counter a full call's in order, a ragged last block last), heads fastest. Then:
  * - with a block counter (variants that hand blocks over, given a workspace) or one program per
  *   block (non-persistent variants, and causal calls that do not walk in pairs, which pay
- *   PAIRED_WALK_SAVES_TILES more a block), each next block goes to the program that frees
- *   first: simulated up to WALK_GREEDY_ITEMS blocks; past that, the blocks left when the
- *   programs part are a causal call's shortest (or all alike), and the average program's work
- *   stands for it;
- * - the fixed walk and the paired one (units of a long and a short block) give program i the
- *   items i, i + programs, ... (heads fastest): summed exactly.
- * A head of more than WALK_KINDS items (a sequence of 128K rows and more) takes the average. */
-#define WALK_KINDS 1024
-#define WALK_GREEDY_ITEMS 2048
+ *   PAIRED_WALK_SAVES_TILES of their own key tiles more a block), each item goes to the
+ *   program that frees first;
+ * - the fixed walk and the paired one give program i the items i, i + programs, .... */
 static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resident) {
     const int64_t bm = v->rows_per_program, bn = tile_variant_param(v, "BLOCK_N");
+    if (bm < 1 || bn < 1 || s->pairs < 1 || s->group < 1 || resident < 1) return 0.0;
     const int64_t quantum = tile_variant_param(v, "WARPGROUPS") >= 4 ? 64 : bm;
     const int64_t m_blocks = (s->seqlen_q + bm - 1) / bm, units_a_head = (m_blocks + 1) / 2;
-    if (m_blocks < 1 || bn < 1 || s->pairs < 1 || resident < 1) return 0.0;
+    if (m_blocks < 1 || m_blocks > WALK_KINDS) return 0.0;
+    const int64_t units = s->pairs > INT64_MAX / units_a_head ? INT64_MAX : s->pairs * units_a_head;
     const int counted = s->block_counter && hands_blocks_over(v);
-    const int paired = !counted && walk_in_pairs(v, resident, s->causal, s->seqlen_q, s->seqlen_k,
-                                                 s->pairs * units_a_head);
+    const int paired =
+        !counted && walk_in_pairs(v, resident, s->causal, s->seqlen_q, s->seqlen_k, units);
     const int one_each = !v->persistent || (s->causal && !paired && !counted);
     const int64_t kinds = paired ? units_a_head : m_blocks; /* a head's items */
     const int64_t items = s->pairs > INT64_MAX / kinds ? INT64_MAX : s->pairs * kinds;
     const int64_t programs = resident < items ? resident : items;
-    double work[WALK_KINDS], total = 0.0, longest = 0.0;
-    /* a head's k-th item: the last rows' block first (the longest of a causal call), but with a
-     * counter a full call's blocks in order, a ragged last block last (program_block_at) */
+    const double own_program = one_each ? PAIRED_WALK_SAVES_TILES * (double)(bm * bn) / 16384.0 : 0.0;
     const int in_order = counted && !s->causal;
+    double work[WALK_KINDS], total = 0.0, longest = 0.0;
     for (int64_t k = 0; k < kinds; k++) {
         const int64_t j = in_order ? k : m_blocks - 1 - k;
-        double w = block_work(bm, bn, quantum, s, j) + (one_each ? PAIRED_WALK_SAVES_TILES : 0.0);
+        double w = block_work(bm, bn, quantum, s, j) + own_program;
         if (paired && k != j) w += block_work(bm, bn, quantum, s, k); /* its short twin */
-        if (k < WALK_KINDS) work[k] = w;
+        work[k] = w;
         total += w * (double)s->pairs;
         if (w > longest) longest = w;
     }
     const double average = total / (double)programs;
     const int greedy = counted || one_each;
-    if (kinds > WALK_KINDS || programs > WALK_KINDS || (greedy && items > WALK_GREEDY_ITEMS))
+    const int64_t groups = (s->pairs + s->group - 1) / s->group;
+    if (programs > WALK_PROGRAMS || (greedy && items > WALK_GREEDY_ITEMS) ||
+        groups > WALK_RUNS / kinds)
         return average > longest ? average : longest;
-    double load[WALK_KINDS] = {0};
-    if (greedy) {
-        for (int64_t i = 0; i < items; i++) { /* to the program free first: the heap's root */
-            load[0] += work[i / s->pairs];
-            heap_sift_down(load, programs);
-        }
-    } else {
-        /* item i goes to program i % programs: each kind's run of `pairs` items adds its work
-         * to whole laps of the programs and to a stretch of them (a difference array) */
-        double laps = 0.0, step[WALK_KINDS + 1] = {0};
+    double load[WALK_PROGRAMS + 1] = {0};
+    int64_t position = 0; /* the walk's, mod programs for the fixed walk */
+    for (int64_t g = 0; g < groups; g++) {
+        const int64_t size = g < groups - 1 ? s->group : s->pairs - g * s->group;
         for (int64_t k = 0; k < kinds; k++) {
-            const int64_t rest = s->pairs % programs, first = k % programs * rest % programs;
-            laps += work[k] * (double)(s->pairs / programs);
-            const int64_t end = first + rest; /* programs first .. end - 1, wrapping */
-            step[first] += work[k];
-            if (end <= programs) {
-                step[end] -= work[k];
-            } else {
-                step[programs] -= work[k];
-                step[0] += work[k];
-                step[end - programs] -= work[k];
+            if (greedy) { /* each to the program free first: the heap's root */
+                for (int64_t t = 0; t < size; t++) {
+                    load[0] += work[k];
+                    heap_sift_down(load, programs);
+                }
+                continue;
             }
+            /* programs position .. position + size - 1, wrapping: whole laps, then a stretch
+             * (a difference array in load, summed below) */
+            const int64_t laps = size / programs, rest = size % programs, end = position + rest;
+            load[0] += work[k] * (double)laps;
+            load[programs] -= work[k] * (double)laps;
+            load[position] += work[k];
+            if (end <= programs) {
+                load[end] -= work[k];
+            } else {
+                load[programs] -= work[k];
+                load[0] += work[k];
+                load[end - programs] -= work[k];
+            }
+            position = end % programs;
         }
-        double run = 0.0;
-        for (int64_t i = 0; i < programs; i++) load[i] = laps + (run += step[i]);
     }
-    double busiest = 0.0;
-    for (int64_t i = 0; i < programs; i++)
-        if (load[i] > busiest) busiest = load[i];
+    double busiest = 0.0, run = 0.0;
+    for (int64_t i = 0; i < programs; i++) {
+        const double at = greedy ? load[i] : (run += load[i]);
+        if (at > busiest) busiest = at;
+    }
     return busiest;
 }
 
@@ -381,15 +405,20 @@ double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t
         if (g[0] * g[1] * g[3] == (int64_t)1 << bucket_rows_log2) grid = g;
     }
     if (!grid || p->seqlen_q < 1 || p->seqlen_k < 1) return 0.0;
-    const int64_t resident = p->sm_count > 0 && p->blocks_per_sm
-                                 ? (int64_t)p->sm_count * p->blocks_per_sm[variant]
-                                 : ASSUMED_PROGRAMS;
+    const int64_t per_sm = p->blocks_per_sm ? p->blocks_per_sm[variant] : 1;
+    const int64_t resident = (p->sm_count > 0 ? p->sm_count : TUNED_SMS) * per_sm;
+    const int64_t call_pairs = p->rows / p->seqlen_q;
     const walk_shape tuned = {.pairs = grid[0] * grid[1], .seqlen_q = grid[3], .seqlen_k = grid[3],
+                              .group = heads_a_group(p->dtype, p->cols, grid[3], 0,
+                                                     grid[0] * grid[1]),
                               .causal = 0, .block_counter = 1}; /* (tune passes a workspace) */
-    const walk_shape call = {.pairs = p->rows / p->seqlen_q, .seqlen_q = p->seqlen_q,
-                             .seqlen_k = p->seqlen_k, .causal = p->causal,
-                             .block_counter = p->block_counter};
-    const double on_grid = walk_span(v, &tuned, resident), on_call = walk_span(v, &call, resident);
+    const walk_shape call = {.pairs = call_pairs, .seqlen_q = p->seqlen_q, .seqlen_k = p->seqlen_k,
+                             .group = heads_a_group(p->dtype, p->cols, p->seqlen_k, p->causal,
+                                                    call_pairs),
+                             .causal = p->causal, .block_counter = p->block_counter};
+    /* the line's shape on the devices it was tuned on */
+    const double on_grid = walk_span(v, &tuned, TUNED_SMS * per_sm),
+                 on_call = walk_span(v, &call, resident);
     return on_grid > 0.0 && on_call > 0.0 ? on_call / on_grid : 0.0;
 }
 
@@ -400,16 +429,9 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     const int varlen = a->cu_seqlens_q != NULL;
     const float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->head_dim);
     const int64_t m_blocks = (a->seqlen_q + v->rows_per_program - 1) / v->rows_per_program;
-    /* Programs run in groups of heads whose K and V stay in L2 while every query block of the
-     * group reads them (perf-notes A8): about 8 MiB together for full attention (A21: at 16
-     * MiB an H100 read K and V from DRAM nearly twice), 16 MiB for causal calls, whose walks
-     * cover fewer blocks a head (A21: 8 MiB cost them 1-5%). */
-    const int64_t kv_bytes = 2 * (a->seqlen_k > 0 ? a->seqlen_k : 1) * a->head_dim *
-                             (int64_t)tile_dtype_size(a->dtype);
     const int64_t pairs = (int64_t)a->batch * a->heads_q;
-    int64_t group = ((int64_t)(a->causal ? 16 : 8) << 20) / kv_bytes;
-    group = group < 1 ? 1 : group > pairs ? pairs : group;
-    const int32_t head_group = (int32_t)group;
+    const int32_t head_group = (int32_t)heads_a_group(a->dtype, a->head_dim, a->seqlen_k, a->causal,
+                                                      pairs);
     const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
     /* With a workspace the programs that hand blocks over (grid param HANDED) take them from
      * its counter as they finish, longest first, causal ones too: no fixed share to balance
