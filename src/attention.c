@@ -397,6 +397,10 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
     return busiest;
 }
 
+int tile_attention_walk_modelled(const tile_variant *v) {
+    return v->persistent && tile_variant_uses_tensor_maps(v);
+}
+
 double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t bucket_rows_log2) {
     const tile_variant *v = &tile_registry[variant];
     const int64_t *grid = NULL;

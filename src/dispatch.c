@@ -260,22 +260,29 @@ static int32_t weigh_waves(const tile_tuned_entry *e, const tile_problem *p, dou
  * the grid's 352 took three, 256 of 128 rows two where 512 took four). So each time is scaled
  * by its variant's busiest program's work on the call over that on the grid shape
  * (tile_attention_walk_ratio), and the runner-up taken where that predicts it over 2% faster
- * (perf-notes A34: on an H200 at head dim 64 this picked within 2% of the faster of the two
- * heights on 51 of 52 calls, 26 shapes causal and not, where the pairs alone did on 44).
- * Returns the variant, with both predictions (0 where not weighed). */
+ * (causal) or 5% (full). Only between variants the model was fitted on (persistent and
+ * warp-specialized: tile_attention_walk_modelled). Perf-notes A34: on an H200 at head dim 64
+ * this picked within 2% of the faster of two variants on 65 of 68 measured calls (mean loss
+ * 0.3%), where the pairs-only weighing lost 2.1% on average. Returns the variant, with both
+ * predictions (0 where not weighed). */
 static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
                                double *runner_up_us) {
     *winner_us = *runner_up_us = 0.0;
     if (e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f)) return e->variant;
-    const tile_variant *runner_up = &tile_registry[e->runner_up];
+    const tile_variant *winner = &tile_registry[e->variant], *runner_up = &tile_registry[e->runner_up];
     if (!tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
+        return e->variant;
+    if (!tile_attention_walk_modelled(winner) || !tile_attention_walk_modelled(runner_up))
         return e->variant;
     const double w = tile_attention_walk_ratio(e->variant, p, e->rows_log2),
                  r = tile_attention_walk_ratio(e->runner_up, p, e->rows_log2);
     if (!(w > 0.0 && r > 0.0)) return e->variant;
     *winner_us = e->time_us * w;
     *runner_up_us = e->runner_up_us * r;
-    return *runner_up_us < 0.98 * *winner_us ? e->runner_up : e->variant;
+    /* A causal call's flip rests on the pairs past the diagonal, which the model counts; a full
+     * call's on the walk's rounds alone, and the lines were timed on inputs out of L2, where
+     * the two heights' gap was 4% narrower than on warm inputs (A34): a clear gain only. */
+    return *runner_up_us < (p->causal ? 0.98 : 0.95) * *winner_us ? e->runner_up : e->variant;
 }
 
 /* Grouped matmul: a product, not a pass over rows, so none of the row-wise terms apply; p->rows

@@ -78,6 +78,10 @@ typedef struct tile_problem {
  * on p's device (132 programs where p names none); 0 where no grid shape has that bucket.
  * (src/attention.c) */
 double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t bucket_rows_log2);
+/* Whether the walk model holds for v: the persistent warp-specialized variants it was fitted on
+ * (perf-notes A34; a one-program-a-block variant's tiny grid shapes scaled to longer calls put
+ * 64-row blocks 14-23% behind at head dim 128). */
+int tile_attention_walk_modelled(const tile_variant *v);
 
 /* Fills in p's device fields (arch, SM count, shared memory, occupancy) from `device`. */
 void tile_problem_on_device(tile_problem *p, const tile_device *device);

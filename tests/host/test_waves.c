@@ -93,8 +93,8 @@ static void test_not_for_attention(void **state) {
 
 /* Attention weighs a bucket's winner and runner-up by how each would walk the call against the
  * tune grid's shape of the line's bucket (weigh_attention, tile_attention_walk_ratio): the lines
- * below are timed on full attention, 262144x64 at 4 x 32 heads x 2048 and 65536x64 at 2 x 16
- * heads x 2048; one program of each variant an SM. The expected times come from a separate
+ * below are timed on full attention, 262144x64 at 4 x 32 heads x 2048, 65536x64 at 2 x 16
+ * heads x 2048 and (made up) 1048576x64 at 4 x 32 x 8192; one program of each variant an SM. The expected times come from a separate
  * model of the walks (perf-notes A34), not from this library (whose times are floats: 43.19
  * where that model gives 43.195). */
 #define WS3 "attention_bf16_d64_m192_n128_s2_ws_sm90"
@@ -149,6 +149,10 @@ static void test_attention_walks(void **state) {
     p = attention_problem(256, 1024, 8192, 1);
     assert_string_equal(dispatched(&p, &d), WS);
     assert_non_null(strstr(d.reason, "causal at 1024 queries x 8192 keys, runner-up 1157.99 us against winner 1202.38 us"));
+    /* a full call's runner-up must be predicted over 5% faster (3.5% here: the winner stays) */
+    p = attention_problem(256, 4096, 4096, 0);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_non_null(strstr(d.reason, "walked at 4096 queries x 4096 keys, winner 53.52 us against runner-up 51.65 us"));
     /* no sequence (not an attention call's problem): not weighed */
     p = attention_problem(128, 2048, 2048, 0);
     p.seqlen_q = p.seqlen_k = 0;
@@ -262,6 +266,7 @@ int main(void) {
           "attention_bf16_d128_m128_n64_w8\t100.5\n"
           "sm_90\tattention\tbf16\t262144x64\t" WS3 "\t318.60\t" WS "\t341.74\n"
           "sm_90\tattention\tbf16\t65536x64\t" WS3 "\t83.93\t" WS "\t86.39\n"
+          "sm_90\tattention\tbf16\t1048576x64\t" WS3 "\t100.00\t" WS "\t99.56\n"
           "sm_90\tsoftmax\tbf16\t1024x16384\t" LOOP "\n"
           /* a made-up memory system (the compiled table has lines for an H200's, 4814) */
           "sm_90@2000\tsoftmax\tbf16\t1024x16384\t" TAGGED "\n"
