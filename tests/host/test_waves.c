@@ -94,9 +94,9 @@ static void test_not_for_attention(void **state) {
 /* Attention weighs a bucket's winner and runner-up by how each would walk the call against the
  * tune grid's shape of the line's bucket (weigh_attention, tile_attention_walk_ratio): the lines
  * below are timed on full attention, 262144x64 at 4 x 32 heads x 2048, 65536x64 at 2 x 16
- * heads x 2048 and (made up) 1048576x64 at 4 x 32 x 8192; one program of each variant an SM. The expected times come from a separate
- * model of the walks (perf-notes A34), not from this library (whose times are floats: 43.19
- * where that model gives 43.195). */
+ * heads x 2048 and (made up) 1048576x64 at 4 x 32 x 8192; one program of each variant an SM.
+ * The expected times come from a separate model of the walks (scripts/attention_walk_model.py),
+ * not from this library (whose times are floats: 43.19 where that model gives 43.195). */
 #define WS3 "attention_bf16_d64_m192_n128_s2_ws_sm90"
 #define WS "attention_bf16_d64_m128_n128_s2_ws_sm90"
 static tile_problem attention_problem(int64_t pairs, int64_t seq_q, int64_t seq_k, int causal) {
