@@ -153,6 +153,10 @@ static void test_attention_walks(void **state) {
     p = attention_problem(256, 4096, 4096, 0);
     assert_string_equal(dispatched(&p, &d), WS3);
     assert_non_null(strstr(d.reason, "walked at 4096 queries x 4096 keys, winner 53.52 us against runner-up 51.65 us"));
+    /* a head of over 512 blocks (131072 queries: 683 of 192 rows, 1024 of 128): not weighed */
+    p = attention_problem(2, 131072, 131072, 1);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_null(strstr(d.reason, "causal at"));
     /* no sequence (not an attention call's problem): not weighed */
     p = attention_problem(128, 2048, 2048, 0);
     p.seqlen_q = p.seqlen_k = 0;
