@@ -129,30 +129,34 @@ static void test_attention_walks(void **state) {
     p = attention_problem(16, 2048, 2048, 1);
     assert_string_equal(dispatched(&p, &d), WS);
     assert_non_null(strstr(d.reason, "causal at 2048 queries x 2048 keys, runner-up 25.68 us against winner 31.76 us"));
-    /* causal, 1024 keys: taller blocks compute more pairs past the diagonal; without a
-     * workspace the 128-row kernel walks in pairs too, and the two come within the 2% margin */
-    p = attention_problem(256, 1024, 1024, 1);
+    /* causal, 4096 keys: taller blocks compute more pairs past the diagonal, and 704 units of
+     * the paired walk leave its last round a third full; without a workspace the 128-row
+     * kernel walks in pairs too */
+    p = attention_problem(64, 4096, 4096, 1);
     assert_string_equal(dispatched(&p, &d), WS);
     assert_int_equal(d.rule, TILE_RULE_TUNED);
-    assert_non_null(strstr(d.reason, "causal at 1024 queries x 1024 keys, runner-up 126.42 us against winner 130.47 us"));
+    assert_non_null(strstr(d.reason, "causal at 4096 queries x 4096 keys, runner-up 343.47 us against winner 375.74 us"));
     p.block_counter = 0;
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "winner 130.47 us against runner-up 129.31 us"));
-    /* 2048 keys: the 128-row blocks by 3.4%; 16384: the diagonal is thin */
-    p = attention_problem(128, 2048, 2048, 1);
     assert_string_equal(dispatched(&p, &d), WS);
-    assert_non_null(strstr(d.reason, "runner-up 198.58 us against winner 205.62 us"));
+    assert_non_null(strstr(d.reason, "runner-up 350.98 us against winner 375.74 us"));
+    /* within the 4% margin of a causal call: 1024 and 2048 keys here; 16384: the diagonal is
+     * thin; 1024 queries at the end of 8192 keys (heads in groups of 8 for L2) */
+    p = attention_problem(256, 1024, 1024, 1);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_non_null(strstr(d.reason, "causal at 1024 queries x 1024 keys, winner 130.47 us against runner-up 126.42 us"));
+    p = attention_problem(128, 2048, 2048, 1);
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_non_null(strstr(d.reason, "winner 205.62 us against runner-up 198.58 us"));
     p = attention_problem(16, 16384, 16384, 1);
     assert_string_equal(dispatched(&p, &d), WS3);
     assert_non_null(strstr(d.reason, "winner 1152.28 us against runner-up 1201.29 us"));
-    /* 1024 queries at the end of 8192 keys (seqlen_k apart: heads in groups of 8 for L2) */
     p = attention_problem(256, 1024, 8192, 1);
-    assert_string_equal(dispatched(&p, &d), WS);
-    assert_non_null(strstr(d.reason, "causal at 1024 queries x 8192 keys, runner-up 1157.99 us against winner 1202.38 us"));
-    /* a full call's runner-up must be predicted over 5% faster (3.5% here: the winner stays) */
+    assert_string_equal(dispatched(&p, &d), WS3);
+    assert_non_null(strstr(d.reason, "causal at 1024 queries x 8192 keys, winner 1202.38 us against runner-up 1157.99 us"));
+    /* a full call's runner-up must be predicted over 7% faster (5.5% here: the winner stays) */
     p = attention_problem(256, 4096, 4096, 0);
     assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "walked at 4096 queries x 4096 keys, winner 53.52 us against runner-up 51.65 us"));
+    assert_non_null(strstr(d.reason, "walked at 4096 queries x 4096 keys, winner 53.52 us against runner-up 50.58 us"));
     /* a head of over 512 blocks (131072 queries: 683 of 192 rows, 1024 of 128): not weighed */
     p = attention_problem(2, 131072, 131072, 1);
     assert_string_equal(dispatched(&p, &d), WS3);
@@ -162,19 +166,14 @@ static void test_attention_walks(void **state) {
     p.seqlen_q = p.seqlen_k = 0;
     assert_string_equal(dispatched(&p, &d), WS3);
     assert_null(strstr(d.reason, "walked"));
-    /* the decision cache tells shapes of the same rows apart, causal from full, and a call with
-     * a workspace from one without */
+    /* the decision cache tells shapes of the same rows apart, and causal from full */
     int32_t variant;
     p = attention_problem(16, 16384, 16384, 1);
     assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
     assert_string_equal(tile_registry[variant].name, WS3);
-    p = attention_problem(256, 1024, 1024, 1);
+    p = attention_problem(64, 4096, 4096, 1);
     assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
     assert_string_equal(tile_registry[variant].name, WS);
-    p.block_counter = 0;
-    assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
-    assert_string_equal(tile_registry[variant].name, WS3);
-    p.block_counter = 1;
     p.causal = 0;
     assert_int_equal(tile_dispatch_cached(&p, &variant), TILE_STATUS_SUCCESS);
     assert_string_equal(tile_registry[variant].name, WS3);
@@ -270,7 +269,7 @@ int main(void) {
           "attention_bf16_d128_m128_n64_w8\t100.5\n"
           "sm_90\tattention\tbf16\t262144x64\t" WS3 "\t318.60\t" WS "\t341.74\n"
           "sm_90\tattention\tbf16\t65536x64\t" WS3 "\t83.93\t" WS "\t86.39\n"
-          "sm_90\tattention\tbf16\t1048576x64\t" WS3 "\t100.00\t" WS "\t99.56\n"
+          "sm_90\tattention\tbf16\t1048576x64\t" WS3 "\t100.00\t" WS "\t97.50\n"
           "sm_90\tsoftmax\tbf16\t1024x16384\t" LOOP "\n"
           /* a made-up memory system (the compiled table has lines for an H200's, 4814) */
           "sm_90@2000\tsoftmax\tbf16\t1024x16384\t" TAGGED "\n"
