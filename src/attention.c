@@ -268,8 +268,8 @@ static int walk_in_pairs(const tile_variant *v, int64_t programs, int causal, in
 
 /* A query block's work beyond its products, in key tiles of 128 x 128 query-key pairs a 128
  * rows of its height: its Q's load, the pipeline's fill and drain (its first scores and last
- * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64, 26 shapes,
- * causal and not: perf-notes A34). */
+ * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64: 52 calls of
+ * 26 shapes, causal and not, perf-notes A34). */
 #define BLOCK_OVERHEAD_TILES 2.5
 /* The SMs of the GPUs the compiled attention lines were tuned on (H100 SXM, H200), and those
  * assumed where the problem names no device (explain for an arch). */
