@@ -1448,8 +1448,10 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
         for (size_t i = 0; i < sizeof attention_held_out / sizeof *attention_held_out; i++, n++)
             memcpy(shapes[n], attention_held_out[i], sizeof *attention_held_out);
     } else if (op == OP_ATTENTION) {
-        for (size_t d = 0; d < sizeof attention_tune_head_dims / sizeof *attention_tune_head_dims; d++)
-            for (size_t i = 0; i < sizeof attention_tune_grid / sizeof *attention_tune_grid; i++, n++) {
+        const size_t dims = sizeof attention_tune_head_dims / sizeof *attention_tune_head_dims,
+                     shapes_a_dim = sizeof attention_tune_grid / sizeof *attention_tune_grid;
+        for (size_t d = 0; d < dims; d++)
+            for (size_t i = 0; i < shapes_a_dim; i++, n++) {
                 memcpy(shapes[n], attention_tune_grid[i], sizeof *attention_tune_grid);
                 shapes[n][4] = attention_tune_head_dims[d];
             }

@@ -266,6 +266,27 @@ static int walk_in_pairs(const tile_variant *v, int64_t programs, int causal, in
     return (tiles + PAIRED_WALK_SAVES_TILES) / tiles > idle;
 }
 
+/* How a launch of v walks a call's query blocks: from the workspace's counter (the variants that
+ * hand blocks over, given one: perf-notes A28), in long/short pairs (walk_in_pairs), one
+ * program per block (non-persistent variants, and causal calls walked neither way: the
+ * hardware balances them), or else the fixed walk. `resident`: the device's programs of v at
+ * once. launch() walks so, and the schedule model (walk_span) deals blocks so. */
+typedef struct attention_walk_kind {
+    int counted, paired, one_each;
+} attention_walk_kind;
+static attention_walk_kind walk_of(const tile_variant *v, int64_t resident, int causal,
+                                   int block_counter, int64_t seqlen_q, int64_t seqlen_k,
+                                   int64_t pairs) {
+    const int64_t m_blocks = (seqlen_q + v->rows_per_program - 1) / v->rows_per_program;
+    const int64_t units_a_head = (m_blocks + 1) / 2; /* of a paired walk: two blocks each */
+    const int64_t units =
+        units_a_head < 1 ? 0 : pairs > INT64_MAX / units_a_head ? INT64_MAX : pairs * units_a_head;
+    attention_walk_kind w = {.counted = block_counter && hands_blocks_over(v)};
+    w.paired = !w.counted && walk_in_pairs(v, resident, causal, seqlen_q, seqlen_k, units);
+    w.one_each = !v->persistent || (causal && !w.paired && !w.counted);
+    return w;
+}
+
 /* A query block's work beyond its products, in key tiles of 128 x 128 query-key pairs a 128
  * rows of its height: its Q's load, the pipeline's fill and drain (its first scores and last
  * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64: 52 calls of
@@ -302,7 +323,8 @@ static double block_work(int64_t bm, int64_t bn, int64_t quantum, const walk_sha
         if (seen < tiles) tiles = seen;
     }
     const int64_t rows = (end - m0 + quantum - 1) / quantum * quantum;
-    return ((double)rows * (double)(tiles * bn) / 128.0 + BLOCK_OVERHEAD_TILES * (double)bm) / 128.0;
+    const double pairs = (double)rows * (double)(tiles * bn);
+    return (pairs / 128.0 + BLOCK_OVERHEAD_TILES * (double)bm) / 128.0;
 }
 
 /* After the root of a binary min-heap of n values grew: moves it down to its place. */
@@ -336,15 +358,14 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
     const int64_t quantum = tile_variant_param(v, "WARPGROUPS") >= 4 ? 64 : bm;
     const int64_t m_blocks = (s->seqlen_q + bm - 1) / bm, units_a_head = (m_blocks + 1) / 2;
     if (m_blocks < 1 || m_blocks > WALK_KINDS) return 0.0;
-    const int64_t units = s->pairs > INT64_MAX / units_a_head ? INT64_MAX : s->pairs * units_a_head;
-    const int counted = s->block_counter && hands_blocks_over(v);
-    const int paired =
-        !counted && walk_in_pairs(v, resident, s->causal, s->seqlen_q, s->seqlen_k, units);
-    const int one_each = !v->persistent || (s->causal && !paired && !counted);
+    const attention_walk_kind walk = walk_of(v, resident, s->causal, s->block_counter, s->seqlen_q,
+                                             s->seqlen_k, s->pairs);
+    const int counted = walk.counted, paired = walk.paired, one_each = walk.one_each;
     const int64_t kinds = paired ? units_a_head : m_blocks; /* a head's items */
     const int64_t items = s->pairs > INT64_MAX / kinds ? INT64_MAX : s->pairs * kinds;
     const int64_t programs = resident < items ? resident : items;
-    const double own_program = one_each ? PAIRED_WALK_SAVES_TILES * (double)(bm * bn) / 16384.0 : 0.0;
+    const double own_program =
+        one_each ? PAIRED_WALK_SAVES_TILES * (double)(bm * bn) / (128.0 * 128.0) : 0.0;
     const int in_order = counted && !s->causal;
     double work[WALK_KINDS], total = 0.0, longest = 0.0;
     for (int64_t k = 0; k < kinds; k++) {
@@ -403,11 +424,7 @@ int tile_attention_walk_modelled(const tile_variant *v) {
 
 double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t bucket_rows_log2) {
     const tile_variant *v = &tile_registry[variant];
-    const int64_t *grid = NULL;
-    for (size_t i = 0; i < sizeof attention_tune_grid / sizeof *attention_tune_grid; i++) {
-        const int64_t *g = attention_tune_grid[i];
-        if (g[0] * g[1] * g[3] == (int64_t)1 << bucket_rows_log2) grid = g;
-    }
+    const int64_t *grid = attention_tune_shape((int64_t)1 << bucket_rows_log2);
     if (!grid || p->seqlen_q < 1 || p->seqlen_k < 1) return 0.0;
     const int64_t per_sm = p->blocks_per_sm ? p->blocks_per_sm[variant] : 1;
     const int64_t resident = (p->sm_count > 0 ? p->sm_count : TUNED_SMS) * per_sm;
@@ -440,9 +457,10 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     /* With a workspace the programs that hand blocks over (grid param HANDED) take them from
      * its counter as they finish, longest first, causal ones too: no fixed share to balance
      * (perf-notes A28); the others keep the fixed walk and leave the workspace alone. */
-    const int counted = a->workspace && hands_blocks_over(v);
-    const int paired = !counted && walk_in_pairs(v, tile_resident_programs(device, variant),
-                                                 a->causal, a->seqlen_q, a->seqlen_k, units);
+    const attention_walk_kind walk =
+        walk_of(v, tile_resident_programs(device, variant), a->causal, a->workspace != NULL,
+                a->seqlen_q, a->seqlen_k, pairs);
+    const int counted = walk.counted, paired = walk.paired;
     const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
     tile_attention_kernel_args k = {
         .o = a->o,
@@ -491,8 +509,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         if (s != TILE_STATUS_SUCCESS) return s;
     }
     void *args[] = {&k};
-    return tile_launch_programs(device, variant, paired ? units : m_blocks * pairs,
-                                a->causal && !paired && !counted, stream, args);
+    return tile_launch_programs(device, variant, paired ? units : m_blocks * pairs, walk.one_each,
+                                stream, args);
 }
 
 static tile_status run(const char *fn, int forced, int32_t variant,

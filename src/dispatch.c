@@ -452,8 +452,9 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         char weighing_note[160] = "", at[64];
         if (attention)
-            snprintf(at, sizeof at, "%s at %lld queries x %lld keys", p->causal ? "causal" : "walked",
-                     (long long)p->seqlen_q, (long long)p->seqlen_k);
+            snprintf(at, sizeof at, "%s at %lld queries x %lld keys",
+                     p->causal ? "causal" : "walked", (long long)p->seqlen_q,
+                     (long long)p->seqlen_k);
         else
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;

@@ -925,7 +925,8 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         const double work = (double)rows * (double)c->seqlen_k * hd;
         const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
         int64_t row = 0;
-        bad = support_workspace_not_zeroed(gpu, a.workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES, label);
+        bad = support_workspace_not_zeroed(gpu, a.workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES,
+                                           label);
         for (int32_t b = 0; b < nb; b++)
             for (int32_t h = 0; h < c->heads_q; h++) {
                 const int64_t len = cu_q[b + 1] - cu_q[b];
@@ -1220,7 +1221,8 @@ int64_t support_grouped_matmul_check(const support_gpu *gpu,
                         i - (size_t)p->c_elements * elem);
             break;
         }
-    bad += support_workspace_not_zeroed(gpu, a->workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES, label);
+    bad += support_workspace_not_zeroed(gpu, a->workspace, TILE_GROUPED_MATMUL_WORKSPACE_BYTES,
+                                        label);
     const double allowed = support_grouped_matmul_allowed(a->dtype, &e);
     if (!(e.err <= allowed)) {
         bad++;

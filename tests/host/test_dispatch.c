@@ -511,7 +511,8 @@ static tile_grouped_matmul_args grouped_matmul_problem(tile_dtype dt, int32_t gr
 
 /* Explain's decision for a problem whose dispatch problem is exactly rows x cols: rows x cols
  * for the row ops; for attention the tune grid's shape of `rows` query rows (else one sequence
- * of `rows` queries and keys with one head) of head_dim `cols`, with a workspace; for grouped matmul one group of `rows` rows, n = cols, k = 64. */
+ * of `rows` queries and keys with one head) of head_dim `cols`, with a workspace; for grouped
+ * matmul one group of `rows` rows, n = cols, k = 64. */
 static tile_decision decision_at(const char *op, tile_dtype dt, int64_t rows, int64_t cols,
                                  int32_t arch) {
     if (strcmp(op, "attention") && strcmp(op, "grouped_matmul"))
@@ -521,9 +522,8 @@ static tile_decision decision_at(const char *op, tile_dtype dt, int64_t rows, in
     if (!strcmp(op, "attention")) {
         tile_flash_attention_args a = attention_problem(dt, (int32_t)cols);
         int64_t shape[4] = {1, 1, 1, rows}; /* {batch, heads_q, heads_kv, seqlen} */
-        for (size_t i = 0; i < sizeof attention_tune_grid / sizeof *attention_tune_grid; i++)
-            if (attention_tune_grid[i][0] * attention_tune_grid[i][1] * attention_tune_grid[i][3] == rows)
-                memcpy(shape, attention_tune_grid[i], sizeof shape); /* the shape tuned, as tuned */
+        const int64_t *tuned = attention_tune_shape(rows);
+        if (tuned) memcpy(shape, tuned, sizeof shape); /* the shape tuned, as tuned */
         a.batch = (int32_t)shape[0], a.heads_q = (int32_t)shape[1], a.heads_kv = (int32_t)shape[2];
         a.seqlen_q = a.seqlen_k = shape[3];
         a.q_seq_stride = a.o_seq_stride = shape[1] * cols;

@@ -106,57 +106,52 @@ static tile_problem attention_problem(int64_t pairs, int64_t seq_q, int64_t seq_
                           .seqlen_q = seq_q, .seqlen_k = seq_k, .causal = causal,
                           .block_counter = 1};
 }
+/* p goes to `variant`, with `note` (the weighing's times) in the reason; d: the decision. */
+static void expect_weighed(const tile_problem *p, tile_decision *d, const char *variant,
+                           const char *note) {
+    assert_string_equal(dispatched(p, d), variant);
+    assert_non_null(strstr(d->reason, note));
+}
 static void test_attention_walks(void **state) {
     (void)state;
     tile_decision d;
     /* the grid's own shape: as tuned */
     tile_problem p = attention_problem(128, 2048, 2048, 0);
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "walked at 2048 queries x 2048 keys, winner 318.60 us against runner-up 341.74 us"));
+    expect_weighed(&p, &d, WS3, "walked at 2048 queries x 2048 keys, winner 318.60 us against runner-up 341.74 us");
     /* 16 heads of 2048: 176 blocks of 192 rows take 2 rounds of 132 programs where the grid's
      * 352 took 3, the 128-row blocks' 256 two where 512 took 4 */
     p = attention_problem(16, 2048, 2048, 0);
-    assert_string_equal(dispatched(&p, &d), WS);
+    expect_weighed(&p, &d, WS, "walked at 2048 queries x 2048 keys, runner-up 43.19 us against winner 55.95 us");
     assert_int_equal(d.rule, TILE_RULE_NEAREST);
-    assert_non_null(strstr(d.reason, "walked at 2048 queries x 2048 keys, runner-up 43.19 us against winner 55.95 us"));
     /* the same without the device's SM count and occupancy (explain for an arch): 132 SMs and
      * one program each assumed, as here */
     tile_problem unknown = p;
     unknown.sm_count = 0;
     unknown.blocks_per_sm = NULL;
-    assert_string_equal(dispatched(&unknown, &d), WS);
-    assert_non_null(strstr(d.reason, "runner-up 43.19 us against winner 55.95 us"));
+    expect_weighed(&unknown, &d, WS, "runner-up 43.19 us against winner 55.95 us");
     p = attention_problem(16, 2048, 2048, 1);
-    assert_string_equal(dispatched(&p, &d), WS);
-    assert_non_null(strstr(d.reason, "causal at 2048 queries x 2048 keys, runner-up 25.68 us against winner 31.76 us"));
+    expect_weighed(&p, &d, WS, "causal at 2048 queries x 2048 keys, runner-up 25.68 us against winner 31.76 us");
     /* causal, 4096 keys: taller blocks compute more pairs past the diagonal, and 704 units of
      * the paired walk leave its last round a third full; without a workspace the 128-row
      * kernel walks in pairs too */
     p = attention_problem(64, 4096, 4096, 1);
-    assert_string_equal(dispatched(&p, &d), WS);
+    expect_weighed(&p, &d, WS, "causal at 4096 queries x 4096 keys, runner-up 343.47 us against winner 375.74 us");
     assert_int_equal(d.rule, TILE_RULE_TUNED);
-    assert_non_null(strstr(d.reason, "causal at 4096 queries x 4096 keys, runner-up 343.47 us against winner 375.74 us"));
     p.block_counter = 0;
-    assert_string_equal(dispatched(&p, &d), WS);
-    assert_non_null(strstr(d.reason, "runner-up 350.98 us against winner 375.74 us"));
+    expect_weighed(&p, &d, WS, "runner-up 350.98 us against winner 375.74 us");
     /* within the 4% margin of a causal call: 1024 and 2048 keys here; 16384: the diagonal is
      * thin; 1024 queries at the end of 8192 keys (heads in groups of 8 for L2) */
     p = attention_problem(256, 1024, 1024, 1);
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "causal at 1024 queries x 1024 keys, winner 130.47 us against runner-up 126.42 us"));
+    expect_weighed(&p, &d, WS3, "causal at 1024 queries x 1024 keys, winner 130.47 us against runner-up 126.42 us");
     p = attention_problem(128, 2048, 2048, 1);
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "winner 205.62 us against runner-up 198.58 us"));
+    expect_weighed(&p, &d, WS3, "winner 205.62 us against runner-up 198.58 us");
     p = attention_problem(16, 16384, 16384, 1);
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "winner 1152.28 us against runner-up 1201.29 us"));
+    expect_weighed(&p, &d, WS3, "winner 1152.28 us against runner-up 1201.29 us");
     p = attention_problem(256, 1024, 8192, 1);
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "causal at 1024 queries x 8192 keys, winner 1202.38 us against runner-up 1157.99 us"));
+    expect_weighed(&p, &d, WS3, "causal at 1024 queries x 8192 keys, winner 1202.38 us against runner-up 1157.99 us");
     /* a full call's runner-up must be predicted over 7% faster (5.5% here: the winner stays) */
     p = attention_problem(256, 4096, 4096, 0);
-    assert_string_equal(dispatched(&p, &d), WS3);
-    assert_non_null(strstr(d.reason, "walked at 4096 queries x 4096 keys, winner 53.52 us against runner-up 50.58 us"));
+    expect_weighed(&p, &d, WS3, "walked at 4096 queries x 4096 keys, winner 53.52 us against runner-up 50.58 us");
     /* a head of over 512 blocks (131072 queries: 683 of 192 rows, 1024 of 128): not weighed */
     p = attention_problem(2, 131072, 131072, 1);
     assert_string_equal(dispatched(&p, &d), WS3);
