@@ -5,7 +5,7 @@
  *   fusedops explain OP --dtype D --shape RxC [--arch sm_NN] [--align BYTES]
  *                    [--ld-x N] [--ld-y N]       the variant dispatch picks, and why
  *   fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
- *                    [--seqlen-k N] [--fixed-schedule] [--arch sm_NN]
+ *                    [--seqlen-k N] [--varlen] [--fixed-schedule] [--arch sm_NN]
  *   fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--arch sm_NN]
  *   fusedops check [--dtype D] [--variant NAME] [--quick]
@@ -13,7 +13,7 @@
  *   fusedops bench OP --dtype D --shape RxC [--variant NAME] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
  *   fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
- *                    [--seqlen-k N] [--fixed-schedule] [--variant NAME] [--iters N]
+ *                    [--seqlen-k N] [--varlen] [--fixed-schedule] [--variant NAME] [--iters N]
  *                                                     TFLOP/s
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--fixed-schedule] [--variant NAME] [--iters N]
@@ -55,6 +55,7 @@ typedef struct options {
     int b_nk, bias; /* grouped_matmul: B stored [groups, n, k] (--b-layout nk); a bias */
     int fixed_schedule; /* attention and grouped_matmul bench: no workspace (the fixed order
                          * of blocks or tiles) */
+    int varlen; /* attention: the B sequences packed as one varlen batch (cu_seqlens) */
 } options;
 
 /* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
@@ -102,13 +103,13 @@ static int usage(const char *msg) {
           "  fusedops explain OP --dtype D --shape ROWSxCOLS [--arch sm_NN] [--align BYTES]"
           " [--ld-x N] [--ld-y N]\n"
           "  fusedops explain attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
-          " [--seqlen-k N] [--fixed-schedule] [--arch sm_NN]\n"
+          " [--seqlen-k N] [--varlen] [--fixed-schedule] [--arch sm_NN]\n"
           "  fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--arch sm_NN]\n"
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
           "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
-          " [--seqlen-k N] [--fixed-schedule] [--variant NAME] [--iters N]\n"
+          " [--seqlen-k N] [--varlen] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul]"
@@ -142,6 +143,7 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         else if (!strcmp(a, "--causal")) o->causal = 1;
         else if (!strcmp(a, "--bias")) o->bias = 1;
         else if (!strcmp(a, "--fixed-schedule")) o->fixed_schedule = 1;
+        else if (!strcmp(a, "--varlen")) o->varlen = 1;
         else if (!v) return usage("option needs a value");
         else if (!strcmp(a, "--b-layout")) {
             const char *l = argv[++i];
@@ -216,8 +218,11 @@ static int cmd_list(const options *o) {
 }
 
 /* Attention's problem from --shape BxHxSxD, --heads-kv and --seqlen-k: BSHD, dense, on the
- * pointers given (explain's are never dereferenced). Returns 0 or a usage error. */
+ * pointers given (explain's are never dereferenced); with --varlen the B sequences packed one
+ * after another ([B * S, H, D], cu_seqlens_q and _k: B + 1 ends each, of equal lengths).
+ * Returns 0 or a usage error. */
 static int attention_args_of(const options *o, void *q, void *k, void *v, void *out,
+                             const int32_t *cu_q, const int32_t *cu_k,
                              tile_flash_attention_args *a) {
     if (o->ndims != 4) return usage("attention's --shape is BxHxSxD, e.g. 2x16x1024x128");
     tile_flash_attention_init(a, sizeof *a);
@@ -238,6 +243,13 @@ static int attention_args_of(const options *o, void *q, void *k, void *v, void *
     a->k_seq_stride = a->v_seq_stride = hkv * d;
     a->q_batch_stride = a->o_batch_stride = a->seqlen_q * hq * d;
     a->k_batch_stride = a->v_batch_stride = a->seqlen_k * hkv * d;
+    if (o->varlen) {
+        if ((int64_t)a->batch * a->seqlen_q > INT32_MAX || (int64_t)a->batch * a->seqlen_k > INT32_MAX)
+            return usage("--varlen takes at most 2^31 - 1 tokens");
+        a->cu_seqlens_q = cu_q, a->cu_seqlens_k = cu_k;
+        a->total_q = (int64_t)a->batch * a->seqlen_q, a->total_k = (int64_t)a->batch * a->seqlen_k;
+        a->q_batch_stride = a->o_batch_stride = a->k_batch_stride = a->v_batch_stride = 0;
+    }
     return 0;
 }
 
@@ -287,7 +299,9 @@ static int cmd_explain(int argc, char **argv) {
     /* attention's and grouped matmul's pointers, never read */
     static _Alignas(256) unsigned char stand_in[512];
     if (op == OP_ATTENTION) {
-        if (attention_args_of(&o, stand_in, stand_in, stand_in, stand_in + 256, &a))
+        if (attention_args_of(&o, stand_in, stand_in, stand_in, stand_in + 256,
+                              (const int32_t *)(const void *)stand_in,
+                              (const int32_t *)(const void *)stand_in, &a))
             return EXIT_USAGE;
         /* as bench calls: with a workspace unless --fixed-schedule (dispatch weighs the walk) */
         if (!o.fixed_schedule) a.workspace = stand_in;
@@ -430,14 +444,14 @@ static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_
 /* An attention variant: its full head width and narrower heads (zero-padded in shared
  * memory), ragged query and key lengths (more queries than keys leaves causal rows that see
  * no key), causal or not, GQA and MQA, BSHD and BHSD, fixed lengths and varlen (refused by
- * the tensor-map variants), with lse. */
+ * the variants that hand blocks over), with lse. */
 static int check_attention_variant(const support_gpu *gpu, int32_t index,
                                    const tile_variant_info *v, int quick, int *cases) {
     const int32_t cap = (int32_t)v->max_cols;
     const int32_t dims[] = {cap, cap - 8, cap == 32 ? 8 : cap / 2 + 8};
     static const int64_t lengths[][2] = {{1, 1}, {17, 97}, {97, 17}, {130, 257}};
     const int nlengths = quick ? 3 : 4;
-    const int tensor_maps = support_variant_uses_tensor_maps(v);
+    const int refuses_varlen = support_variant_refuses_varlen(v);
     int failures = 0;
     for (int w = 0; w < 3; w++)
         for (int l = 0; l < nlengths; l++)
@@ -453,9 +467,9 @@ static int check_attention_variant(const support_gpu *gpu, int32_t index,
                 double err = 0;
                 int64_t bad = support_attention_run(gpu, &c, &s, &err);
                 (*cases)++;
-                /* Variants that copy by tensor maps take fixed lengths only: a varlen call must
+                /* Variants that hand blocks over take fixed lengths only: a varlen call must
                  * be refused, with a message that says so. */
-                if (tensor_maps && varlen)
+                if (refuses_varlen && varlen)
                     bad = s == TILE_STATUS_NOT_SUPPORTED && strstr(tile_last_error(), "varlen") ? 0 : -1;
                 if (bad) {
                     failures++;
@@ -876,7 +890,21 @@ static int bench_attention(const options *o) {
     tile_flash_attention_args a;
     const CUdeviceptr workspace =
         support_zeroed_workspace(&gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
-    if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out), &a))
+    /* --varlen: the sequences' ends, of equal lengths */
+    CUdeviceptr cu[2] = {0, 0};
+    if (o->varlen)
+        for (int i = 0; i < 2; i++) {
+            const int64_t length = i ? sk : o->dims[2], n = o->dims[0] + 1;
+            if (o->dims[0] * length > INT32_MAX) return usage("--varlen takes at most 2^31 - 1 tokens");
+            int32_t *ends = malloc((size_t)n * sizeof *ends);
+            if (!ends) return EXIT_USAGE;
+            for (int64_t b = 0; b < n; b++) ends[b] = (int32_t)(b * length);
+            SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&cu[i], (size_t)n * sizeof *ends));
+            SUPPORT_CHECK(&gpu, gpu.drv->cuMemcpyHtoD(cu[i], ends, (size_t)n * sizeof *ends));
+            free(ends);
+        }
+    if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out),
+                          (const int32_t *)DEVICE_PTR(cu[0]), (const int32_t *)DEVICE_PTR(cu[1]), &a))
         return EXIT_USAGE;
     if (!o->fixed_schedule) a.workspace = DEVICE_PTR(workspace);
     const double flops = 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
@@ -884,14 +912,16 @@ static int bench_attention(const options *o) {
     double ms;
     const char *name;
     if (time_compute_op(&gpu, &b, OP_ATTENTION, o, flops, &ms, &name)) return EXIT_CHECK_FAILED;
-    printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s%s) on %s: %s\n"
+    printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s%s%s) on %s: %s\n"
            "  %.4f ms, %.1f TFLOP/s\n",
            tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
            (long long)o->dims[2], (long long)o->dims[3], (long long)hkv, (long long)sk,
-           o->causal ? ", causal" : "", o->fixed_schedule ? ", fixed schedule" : "", gpu.name,
-           name, ms, flops / (ms * 1e-3) / 1e12);
-    const CUdeviceptr bufs[] = {q, k, v, out, workspace};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
+           o->causal ? ", causal" : "", o->varlen ? ", varlen" : "",
+           o->fixed_schedule ? ", fixed schedule" : "", gpu.name, name, ms,
+           flops / (ms * 1e-3) / 1e12);
+    const CUdeviceptr bufs[] = {q, k, v, out, workspace, cu[0], cu[1]};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (bufs[i]) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
     support_gpu_close(&gpu);
     return 0;
 }

@@ -152,10 +152,8 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     int64_t rows = (int64_t)a->batch * a->heads_q; /* < 2^62 */
     const int64_t seq = a->seqlen_q > 0 ? a->seqlen_q : 1;
     rows = rows > INT64_MAX / seq ? INT64_MAX : rows * seq;
-    /* a varlen call: no tensor map can stop at a sequence's end */
     return (tile_problem){.op = attention_op, .dtype = a->dtype, .rows = rows,
-                          .cols = a->head_dim, .align = align,
-                          .no_tensor_maps = a->cu_seqlens_q != NULL,
+                          .cols = a->head_dim, .align = align, .varlen = a->cu_seqlens_q != NULL,
                           .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
                           .causal = a->causal != 0, .block_counter = a->workspace != NULL};
 }
@@ -171,17 +169,33 @@ static int64_t lone_axis_stride(int64_t stride, int64_t count, const int64_t *st
     return (end + 7) / 8 * 8;
 }
 
-/* The 4-dim tensor map (head_dim, seq, heads, batch; innermost first) of one of q, k, v, in
- * boxes of 64 columns x `rows` positions, for the warp-specialized variants. */
+/* The 4-dim tensor map (head_dim, seq, heads, batch; innermost first) of one of q, k, v, o, in
+ * boxes of 64 columns x `rows` positions, for the warp-specialized variants.
+ *
+ * A varlen call (tokens > 0: the tensor's tokens, `seq` the longest sequence, batch_stride not
+ * read) takes (head_dim, seq, heads, tokens + 1) with both middle-and-outer token axes a token
+ * apart and the base `seq` tokens early: the kernel addresses row r of the sequence ending at
+ * token E as (r - length + seq, E) (tile::attn::ws_map_rows), so the window's end is the
+ * sequence's end: copies read zeros past it and stores stop there, whatever lies beyond (the
+ * next sequence's tokens). Only in-window elements are ever addressed, and those are the
+ * sequence's own (CUTLASS's varlen attention offsets its maps in the same way). */
 static tile_status encode_attention_map(const char *fn, const char *what, CUtensorMap *map,
                                         tile_dtype dtype, const void *base, int32_t head_dim,
                                         int64_t seq, int64_t heads, int64_t batch,
                                         int64_t seq_stride, int64_t head_stride,
-                                        int64_t batch_stride, int64_t rows) {
+                                        int64_t batch_stride, int64_t tokens, int64_t rows) {
+    const int varlen = tokens > 0;
+    if (varlen) {
+        batch = tokens + 1;
+        batch_stride = seq_stride;
+        if (seq < 1) seq = 1; /* (every key sequence empty: no key tile is read) */
+        base = (const char *)base - (uintptr_t)(seq * seq_stride) * tile_dtype_size(dtype);
+    }
     const int64_t counts[3] = {seq, heads, batch}, given[3] = {seq_stride, head_stride, batch_stride};
     int64_t strides[3];
     for (int i = 0; i < 3; i++)
         strides[i] = lone_axis_stride(given[i], counts[i], given, counts, 3, head_dim);
+    if (varlen) strides[2] = strides[0]; /* the outer token axis moves as the window does */
     const int64_t dims[4] = {head_dim, seq, heads, batch};
     const uint32_t box[4] = {64, (uint32_t)rows, 1, 1};
     return tile_encode_tensor_map(fn, what, map, dtype, base, 4, dims, strides, box);
@@ -196,21 +210,26 @@ static int hands_blocks_over(const tile_variant *v) {
 }
 
 /* The tensor maps of Q (boxes of BLOCK_M rows), K and V (BLOCK_N rows) for a warp-specialized
- * variant; fixed-length batches only (a box cannot stop at a varlen sequence's end). */
+ * variant (varlen calls: over their tokens, encode_attention_map). */
 static tile_status encode_maps(const char *fn, const tile_variant *v,
                                const tile_flash_attention_args *a, tile_attention_kernel_args *k) {
     const int64_t block_n = tile_variant_param(v, "BLOCK_N");
+    const int varlen = a->cu_seqlens_q != NULL;
+    /* (a varlen call's tensors hold at least one token: check_args; 0 means fixed lengths) */
+    const int64_t tokens_q = varlen ? (a->total_q > 0 ? a->total_q : 1) : 0,
+                  tokens_k = varlen ? (a->total_k > 0 ? a->total_k : 1) : 0;
     tile_status s = encode_attention_map(fn, "q", &k->q_map, a->dtype, a->q, a->head_dim,
                                          a->seqlen_q, a->heads_q, a->batch, a->q_seq_stride,
-                                         a->q_head_stride, a->q_batch_stride, v->rows_per_program);
+                                         a->q_head_stride, a->q_batch_stride, tokens_q,
+                                         v->rows_per_program);
     if (s == TILE_STATUS_SUCCESS)
         s = encode_attention_map(fn, "k", &k->k_map, a->dtype, a->k, a->head_dim, a->seqlen_k,
                                  a->heads_kv, a->batch, a->k_seq_stride, a->k_head_stride,
-                                 a->k_batch_stride, block_n);
+                                 a->k_batch_stride, tokens_k, block_n);
     if (s == TILE_STATUS_SUCCESS)
         s = encode_attention_map(fn, "v", &k->v_map, a->dtype, a->v, a->head_dim, a->seqlen_k,
                                  a->heads_kv, a->batch, a->v_seq_stride, a->v_head_stride,
-                                 a->v_batch_stride, block_n);
+                                 a->v_batch_stride, tokens_k, block_n);
     if (s != TILE_STATUS_SUCCESS || hands_blocks_over(v)) return s;
     /* O: optional (the consumers store it by threads without it, and the variants that hand
      * blocks over always do: perf-notes A32), so only where a map can describe it: a 16-byte
@@ -221,7 +240,7 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
      * on: nothing of the caller's asked for the map. */
     const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
     const int64_t o_steps[3] = {a->o_seq_stride, a->o_head_stride, a->o_batch_stride},
-                  o_counts[3] = {a->seqlen_q, a->heads_q, a->batch};
+                  o_counts[3] = {varlen ? tokens_q : a->seqlen_q, a->heads_q, varlen ? 1 : a->batch};
     if ((uintptr_t)a->o % 16 != 0) return TILE_STATUS_SUCCESS;
     for (int i = 0; i < 3; i++) { /* (such strides are bounded by check_args: no overflow) */
         if (o_counts[i] <= 1) continue;
@@ -230,7 +249,7 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
     }
     k->o_by_map = encode_attention_map(fn, "o", &k->o_map, a->dtype, a->o, a->head_dim, a->seqlen_q,
                                        a->heads_q, a->batch, a->o_seq_stride, a->o_head_stride,
-                                       a->o_batch_stride, 64) == TILE_STATUS_SUCCESS;
+                                       a->o_batch_stride, tokens_q, 64) == TILE_STATUS_SUCCESS;
     if (!k->o_by_map) tile_begin_call(); /* the refusal's message is not this call's */
     return TILE_STATUS_SUCCESS;
 }

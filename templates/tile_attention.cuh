@@ -772,15 +772,34 @@ __device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
 template <typename L> __device__ __forceinline__ bool ws_is_producer() { return threadIdx.x < 128; }
 template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { return threadIdx.x == 0; }
 
-// Producer: rows [row0, row0 + ROWS) of head h of batch b as D_BLOCKS boxes of 64 columns
-// (tensor maps over [batch, heads, seq, head_dim], innermost last; rows past the sequence and
-// columns past head_dim read as zeros), completing on bar.
+// Where row `row` of block k's sequence (its queries, or with `keys` its keys and values) lies
+// in the tensor maps, which are 4-dim (head_dim, rows, heads, outer; innermost first), rows past
+// the sequence reading as zeros and never written:
+// - fixed lengths: (row, batch);
+// - varlen (src/attention.c, encode_maps): the outer axis is the token at which the sequence
+//   ends, and rows count back from it over a window of the longest sequence's length, both
+//   axes a token apart (the window's end is the sequence's end, so the copies read zeros past
+//   it and the stores stop there, as FlashAttention's predicated copies do; perf-notes A35).
+struct map_rows {
+    int32_t row, outer;
+};
+template <typename L>
+__device__ __forceinline__ map_rows ws_map_rows(const tile_attention_kernel_args &a, const block &k,
+                                                int32_t row, bool keys) {
+    // (layouts that hand blocks over take fixed lengths only: dispatch refuses them varlen calls)
+    if (L::HANDED || !a.cu_seqlens_q) return map_rows{row, k.b};
+    const int32_t seq = keys ? k.seq_k : k.seq_q, window = keys ? a.seqlen_k : a.seqlen_q;
+    return map_rows{row - seq + window, (int32_t)(keys ? k.k_start : k.q_start) + seq};
+}
+// Producer: rows [at.row, at.row + ROWS) of head h as D_BLOCKS boxes of 64 columns (rows past
+// the sequence and columns past head_dim read as zeros), completing on bar.
 template <typename L, int ROWS>
-__device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map, int32_t row0,
-                                             int32_t h, int32_t b, uint64_t *bar) {
+__device__ __forceinline__ void ws_load_rows(void *smem, const CUtensorMap *map, map_rows at,
+                                             int32_t h, uint64_t *bar) {
 #pragma unroll
     for (int j = 0; j < L::D_BLOCKS; j++)
-        tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, row0, h, b, bar);
+        tma_load_4d(reinterpret_cast<unsigned char *>(smem) + j * ROWS * 128, map, 64 * j, at.row,
+                    h, at.outer, bar);
 }
 // Q of block k, once the last block's Q is free; where the layout hands blocks over, the block
 // goes beside it, and the stage's full barrier publishes both.
@@ -792,7 +811,7 @@ __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &
         *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
     }
     uint64_t *bar = r.q.acquire(L::Q_BYTES); // (handed: its wait returns at once)
-    ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, k.m0, k.h, k.b, bar);
+    ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, ws_map_rows<L>(a, k, k.m0, false), k.h, bar);
 }
 // Key and value tile n, each into the next free stage of its ring.
 template <typename L, typename T>
@@ -801,10 +820,11 @@ __device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> 
                                            int32_t n) {
     const int ks = r.k.stage;
     uint64_t *bar = r.k.acquire(L::KV_BYTES);
-    ws_load_rows<L, L::BLOCK_N>(t.k(ks), &a.k_map, n * L::BLOCK_N, k.hk, k.b, bar);
+    const map_rows at = ws_map_rows<L>(a, k, n * L::BLOCK_N, true);
+    ws_load_rows<L, L::BLOCK_N>(t.k(ks), &a.k_map, at, k.hk, bar);
     const int vs = r.v.stage;
     bar = r.v.acquire(L::KV_BYTES);
-    ws_load_rows<L, L::BLOCK_N>(t.v(vs), &a.v_map, n * L::BLOCK_N, k.hk, k.b, bar);
+    ws_load_rows<L, L::BLOCK_N>(t.v(vs), &a.v_map, at, k.hk, bar);
 }
 
 // Consumers: wait for the next key tile and issue S = Q K^T on it; wait for the next value
@@ -926,16 +946,18 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             fence_async_shared();
             warpgroup_sync(1 + wg);
             if (issuer) {
+                const map_rows at = ws_map_rows<L>(a, k, k.m0 + 64 * wg, false);
 #pragma unroll
                 for (int j = 0; j < L::D_BLOCKS; j++)
-                    tma_store_4d(&a.o_map, 64 * j, k.m0 + 64 * wg, k.h, k.b,
+                    tma_store_4d(&a.o_map, 64 * j, at.row, k.h, at.outer,
                                  tile + j * L::BLOCK_M * 128 + wg * 64 * 128);
                 bulk_commit();
             }
             return;
         }
     warpgroup_sync(1 + wg);
-    T *out = (T *)a.o + (int64_t)k.b * a.o_batch + (int64_t)k.h * a.o_head;
+    T *out = (T *)a.o + (!L::HANDED && a.cu_seqlens_q ? k.q_start * a.o_seq : (int64_t)k.b * a.o_batch) +
+             (int64_t)k.h * a.o_head;
     const int chunks_valid = a.head_dim / 8;
 #pragma unroll
     for (int i = threadIdx.x % 128; i < 64 * L::CHUNKS; i += 128) {

@@ -328,7 +328,7 @@ static void run_case(const char *label, const attn_case *c) {
                 err_lp);
 }
 
-/* A varlen case on a variant that copies by tensor maps: refused with NOT_SUPPORTED and a
+/* A varlen case on a variant that hands query blocks over: refused with NOT_SUPPORTED and a
  * message saying why (the dispatcher runs such calls on the other variants). */
 static void run_refused_case(const char *label, const attn_case *c) {
     tile_status s = TILE_STATUS_SUCCESS;
@@ -413,10 +413,10 @@ static void variant_cases(void) {
             /* a head much narrower than the variant's (zero columns past it) */
             {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9},
         };
-        /* Variants that copy by tensor maps take fixed lengths only. */
-        const int tensor_maps = support_variant_uses_tensor_maps(&info);
+        /* Variants that hand blocks over take fixed lengths only. */
+        const int refuses_varlen = support_variant_refuses_varlen(&info);
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
-            if (tensor_maps && cases[j].lens_q) run_refused_case(info.name, &cases[j]);
+            if (refuses_varlen && cases[j].lens_q) run_refused_case(info.name, &cases[j]);
             else run_case(info.name, &cases[j]);
         }
     }

@@ -1210,10 +1210,9 @@ static void test_attention_valid(void **state) {
             assert_int_equal(info.arch_min, arch >= 90 ? 90 : 80);
             assert_int_equal(info.cluster, 1);
             assert_true(info.arch_max == 0 || info.arch_max >= arch);
-            /* sm_90: a Hopper family (wgmma, or ws for fixed lengths only: varlen calls cannot
-             * use its tensor maps) */
+            /* sm_90: a Hopper family (wgmma, or the warp-specialized ws; varlen calls too) */
             const int hopper = strstr(info.name, "_wgmma_sm90") != NULL ||
-                               (!varlen && strstr(info.name, "_ws_sm90") != NULL);
+                               strstr(info.name, "_ws_sm90") != NULL;
             assert_int_equal(hopper, arch >= 90);
         }
     /* valid edges: varlen lengths of 0, a stride of 0 (broadcast input) or one that does not
