@@ -10,7 +10,9 @@
  * scale). NaN never passes. Outputs and lse are poisoned (NaN) first: every position of the
  * sequences must be written, and positions outside them (padding between heads and rows) must
  * stay poisoned. Long sequences check a sample of query rows per head against the reference
- * (every row is still checked for being written and finite).
+ * (every row is still checked for being written and finite). Some varlen cases fill one
+ * sequence's keys and values with +Inf: the sequences before and after it must come out exact
+ * (a key tile that runs past its sequence's end reads none of the next one's tokens).
  *
  * Exits 77 (ctest SKIP_RETURN_CODE) where there is no GPU. FUSEDOPS_TEST_VARIANT=substring (or
  * a glob over the whole name: support_variant_selected) limits the per-variant part to matching
@@ -40,6 +42,10 @@ typedef struct attn_case {
     int with_lse;
     int sample; /* query rows checked against the reference per (batch, head); 0: all */
     uint64_t seed;
+    /* varlen: 1 + the sequence whose keys and values are all +Inf (0: none). Its own rows are
+     * not checked; every other sequence's must be exact: what lies in the tensors past a
+     * sequence's end (its neighbour's tokens) never reaches its output. */
+    int32_t poisoned;
 } attn_case;
 
 /* Strides (elements) of a [batch, tokens, heads, head_dim] tensor in the case's layout. */
@@ -123,6 +129,12 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
     float *q = make_tensor(c, &sq, batches, tokens_q, c->heads_q, c->seed * 3 + 0);
     float *k = make_tensor(c, &sk, batches, tokens_k, c->heads_kv, c->seed * 3 + 1);
     float *v = make_tensor(c, &sk, batches, tokens_k, c->heads_kv, c->seed * 3 + 2);
+    const int32_t poisoned = varlen ? c->poisoned - 1 : -1;
+    if (poisoned >= 0)
+        for (int64_t t = cu_k[poisoned]; t < cu_k[poisoned + 1]; t++)
+            for (int64_t h = 0; h < c->heads_kv; h++)
+                for (int64_t d = 0; d < D; d++)
+                    k[offset_of(&sk, 0, t, h) + d] = v[offset_of(&sk, 0, t, h) + d] = INFINITY;
     CUdeviceptr bq, bk, bv, bo = 0, blse = 0, bcq = 0, bck = 0;
     const CUdeviceptr dq = support_upload(&gpu, dt, q, (size_t)sq.elements, 0, &bq);
     const CUdeviceptr dk = support_upload(&gpu, dt, k, (size_t)sk.elements, 0, &bk);
@@ -195,9 +207,10 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
                 for (int64_t h = 0; h < c->heads_q; h++)
                     for (int64_t d = 0; d < D; d++) {
                         const int64_t t = varlen ? cu_q[b] + i : i;
-                        inside[offset_of(&sq, varlen ? 0 : b, t, h) + d] = 1;
+                        inside[offset_of(&sq, varlen ? 0 : b, t, h) + d] = b == poisoned ? 2 : 1;
                     }
         for (int64_t e = 0; e < sq.elements; e++) {
+            if (inside[e] == 2) continue; /* the poisoned sequence's own rows: anything */
             if (inside[e] && !isfinite(o[e])) {
                 if (problems++ < 5)
                     fprintf(stderr, "  o[%lld] is %g (not written or not finite)\n", (long long)e,
@@ -217,6 +230,7 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
         double *acc = support_xmalloc((size_t)D * sizeof *acc);
         float *acc32 = support_xmalloc((size_t)D * sizeof *acc32);
         for (int32_t b = 0; b < c->batch; b++) {
+            if (b == poisoned) continue;
             const int64_t lq = cu_q[b + 1] - cu_q[b], lk = cu_k[b + 1] - cu_k[b];
             const int64_t step = c->sample && lq > c->sample ? lq / c->sample : 1;
             for (int64_t h = 0; h < c->heads_q; h++) {
@@ -350,26 +364,28 @@ static void dispatcher_cases(void) {
         const tile_dtype dt = di ? TILE_DTYPE_F16 : TILE_DTYPE_BF16;
         uint64_t seed = 100 + (uint64_t)di * 1000;
         const attn_case cases[] = {
-            {-1, dt, 2, 4, 4, 64, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed++},
-            {-1, dt, 2, 8, 2, 128, 17, 17, 1, BSHD, NULL, NULL, 1, 0, seed++},
-            {-1, dt, 1, 4, 4, 64, 127, 127, 1, BHSD, NULL, NULL, 0, 0, seed++},
-            {-1, dt, 2, 4, 1, 128, 128, 128, 0, BSHD, NULL, NULL, 1, 0, seed++},
-            {-1, dt, 1, 8, 1, 128, 1000, 1000, 1, BSHD, NULL, NULL, 1, 48, seed++},
-            {-1, dt, 1, 8, 8, 128, 1000, 1000, 0, BHSD, NULL, NULL, 0, 48, seed++},
-            {-1, dt, 1, 2, 2, 128, 4096, 4096, 1, BSHD, NULL, NULL, 1, 24, seed++},
-            {-1, dt, 1, 2, 1, 64, 4096, 4096, 0, BSHD, NULL, NULL, 0, 24, seed++},
-            {-1, dt, 2, 4, 2, 64, 100, 300, 1, BSHD, NULL, NULL, 1, 0, seed++},
-            {-1, dt, 2, 4, 2, 64, 300, 100, 1, BSHD, NULL, NULL, 1, 0, seed++},
-            {-1, dt, 2, 4, 4, 128, 300, 100, 0, BSHD_PADDED, NULL, NULL, 1, 0, seed++},
-            {-1, dt, 5, 8, 2, 128, 0, 0, 1, BSHD_PADDED, ragged_q, ragged_k, 1, 0, seed++},
-            {-1, dt, 5, 8, 8, 64, 0, 0, 0, BSHD, ragged_q, ragged_k, 1, 0, seed++},
-            {-1, dt, 5, 4, 4, 256, 0, 0, 1, BHSD, ragged_q, ragged_k, 1, 0, seed++},
+            {-1, dt, 2, 4, 4, 64, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 8, 2, 128, 17, 17, 1, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 1, 4, 4, 64, 127, 127, 1, BHSD, NULL, NULL, 0, 0, seed++, 0},
+            {-1, dt, 2, 4, 1, 128, 128, 128, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 1, 8, 1, 128, 1000, 1000, 1, BSHD, NULL, NULL, 1, 48, seed++, 0},
+            {-1, dt, 1, 8, 8, 128, 1000, 1000, 0, BHSD, NULL, NULL, 0, 48, seed++, 0},
+            {-1, dt, 1, 2, 2, 128, 4096, 4096, 1, BSHD, NULL, NULL, 1, 24, seed++, 0},
+            {-1, dt, 1, 2, 1, 64, 4096, 4096, 0, BSHD, NULL, NULL, 0, 24, seed++, 0},
+            {-1, dt, 2, 4, 2, 64, 100, 300, 1, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 4, 2, 64, 300, 100, 1, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 4, 4, 128, 300, 100, 0, BSHD_PADDED, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 5, 8, 2, 128, 0, 0, 1, BSHD_PADDED, ragged_q, ragged_k, 1, 0, seed++, 0},
+            {-1, dt, 5, 8, 8, 64, 0, 0, 0, BSHD, ragged_q, ragged_k, 1, 0, seed++, 0},
+            {-1, dt, 5, 8, 2, 128, 0, 0, 0, BSHD, ragged_q, ragged_k, 1, 0, seed++, 3},
+            {-1, dt, 5, 8, 8, 64, 0, 0, 1, BHSD, ragged_q, ragged_k, 1, 0, seed++, 4},
+            {-1, dt, 5, 4, 4, 256, 0, 0, 1, BHSD, ragged_q, ragged_k, 1, 0, seed++, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case("dispatch", &cases[i]);
         static const int32_t dims[] = {8, 32, 40, 80, 96, 136, 160, 256};
         for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
             const attn_case c = {-1, dt, 1, 4, 2, dims[i], 200, 200, (int)(i & 1), BSHD_PADDED,
-                                 NULL, NULL, 1, 0, seed++};
+                                 NULL, NULL, 1, 0, seed++, 0};
             run_case("head_dim", &c);
         }
     }
@@ -388,30 +404,32 @@ static void variant_cases(void) {
         const int32_t d = (int32_t)info.max_cols, narrow = d > 8 ? d - 8 : d;
         const uint64_t seed = 5000 + (uint64_t)i * 16;
         const attn_case cases[] = {
-            {i, info.dtype, 2, 4, 2, d, 200, 200, 1, BSHD, NULL, NULL, 1, 0, seed},
-            {i, info.dtype, 1, 8, 1, d, 77, 300, 0, BHSD, NULL, NULL, 1, 0, seed + 1},
-            {i, info.dtype, 2, 4, 4, narrow, 129, 65, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 2},
-            {i, info.dtype, 5, 4, 1, d, 0, 0, 1, BSHD, ragged_q, ragged_k, 1, 0, seed + 3},
-            {i, info.dtype, 1, 8, 2, d, 1000, 1000, 1, BHSD, NULL, NULL, 1, 48, seed + 4},
-            {i, info.dtype, 2, 2, 2, narrow, 333, 1200, 0, BSHD, NULL, NULL, 0, 48, seed + 5},
+            {i, info.dtype, 2, 4, 2, d, 200, 200, 1, BSHD, NULL, NULL, 1, 0, seed, 0},
+            {i, info.dtype, 1, 8, 1, d, 77, 300, 0, BHSD, NULL, NULL, 1, 0, seed + 1, 0},
+            {i, info.dtype, 2, 4, 4, narrow, 129, 65, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 2, 0},
+            {i, info.dtype, 5, 4, 1, d, 0, 0, 1, BSHD, ragged_q, ragged_k, 1, 0, seed + 3, 0},
+            /* varlen, the third sequence's keys and values all +Inf: the others exact */
+            {i, info.dtype, 5, 4, 2, d, 0, 0, 0, BSHD, ragged_q, ragged_k, 1, 0, seed + 13, 3},
+            {i, info.dtype, 1, 8, 2, d, 1000, 1000, 1, BHSD, NULL, NULL, 1, 48, seed + 4, 0},
+            {i, info.dtype, 2, 2, 2, narrow, 333, 1200, 0, BSHD, NULL, NULL, 0, 48, seed + 5, 0},
             /* 480 query blocks of 128 rows, more than the GPU holds at once: persistent
              * variants walk several each */
-            {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6},
+            {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6, 0},
             /* causal, more blocks than resident programs: 3 blocks of 128 rows (`ws` walks
              * long/short pairs of them on GPUs of about 132 SMs, the middle block alone) or 2
              * of 192 (`ws3`: one program per block) ... */
-            {i, info.dtype, 4, 40, 8, d, 300, 300, 1, BSHD, NULL, NULL, 1, 16, seed + 10},
+            {i, info.dtype, 4, 40, 8, d, 300, 300, 1, BSHD, NULL, NULL, 1, 16, seed + 10, 0},
             /* ... bottom-right aligned, 6 blocks of 128 rows or 4 of 192 ... */
-            {i, info.dtype, 3, 40, 8, d, 650, 700, 1, BHSD, NULL, NULL, 1, 16, seed + 11},
+            {i, info.dtype, 3, 40, 8, d, 650, 700, 1, BHSD, NULL, NULL, 1, 16, seed + 11, 0},
             /* ... and 832 rows: 7 blocks of 128 or 5 of 192, the last of 64 rows (two idle
              * `ws3` warpgroups), walked in pairs on GPUs of 100-140 SMs (768 units of 192) */
-            {i, info.dtype, 4, 64, 8, d, 832, 832, 1, BSHD, NULL, NULL, 0, 16, seed + 12},
+            {i, info.dtype, 4, 64, 8, d, 832, 832, 1, BSHD, NULL, NULL, 0, 16, seed + 12, 0},
             /* causal, more queries than keys: blocks whose rows see no key (no key tile) */
-            {i, info.dtype, 1, 4, 2, d, 300, 17, 1, BHSD, NULL, NULL, 1, 0, seed + 7},
+            {i, info.dtype, 1, 4, 2, d, 300, 17, 1, BHSD, NULL, NULL, 1, 0, seed + 7, 0},
             /* batch, heads and sequence of one: every axis a lone one */
-            {i, info.dtype, 1, 1, 1, d, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed + 8},
+            {i, info.dtype, 1, 1, 1, d, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed + 8, 0},
             /* a head much narrower than the variant's (zero columns past it) */
-            {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9},
+            {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9, 0},
         };
         /* Variants that hand blocks over take fixed lengths only. */
         const int refuses_varlen = support_variant_refuses_varlen(&info);
