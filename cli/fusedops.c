@@ -13,7 +13,8 @@
  *   fusedops bench OP --dtype D --shape RxC [--variant NAME] [--iters N]
  *                                                GB/s for one shape, beside the copy ceiling
  *   fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]
- *                    [--seqlen-k N] [--varlen] [--fixed-schedule] [--variant NAME] [--iters N]
+ *                    [--seqlen-k N] [--varlen | --ragged] [--fixed-schedule] [--variant NAME]
+ *                    [--iters N]
  *                                                     TFLOP/s
  *   fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk] [--bias]
  *                    [--fixed-schedule] [--variant NAME] [--iters N]
@@ -55,7 +56,8 @@ typedef struct options {
     int b_nk, bias; /* grouped_matmul: B stored [groups, n, k] (--b-layout nk); a bias */
     int fixed_schedule; /* attention and grouped_matmul bench: no workspace (the fixed order
                          * of blocks or tiles) */
-    int varlen; /* attention: the B sequences packed as one varlen batch (cu_seqlens) */
+    int varlen; /* attention: the B sequences packed as one varlen batch (cu_seqlens); 2:
+                 * --ragged, lengths drawn in [1, S] */
 } options;
 
 /* The ops the CLI runs, by their C function; `family` is the registry op behind them. */
@@ -109,7 +111,7 @@ static int usage(const char *msg) {
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
           "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
           "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
-          " [--seqlen-k N] [--varlen] [--fixed-schedule] [--variant NAME] [--iters N]\n"
+          " [--seqlen-k N] [--varlen | --ragged] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops tune [--op softmax|norm|residual_dropout|attention|grouped_matmul]"
@@ -143,7 +145,8 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         else if (!strcmp(a, "--causal")) o->causal = 1;
         else if (!strcmp(a, "--bias")) o->bias = 1;
         else if (!strcmp(a, "--fixed-schedule")) o->fixed_schedule = 1;
-        else if (!strcmp(a, "--varlen")) o->varlen = 1;
+        else if (!strcmp(a, "--varlen")) o->varlen = o->varlen ? o->varlen : 1;
+        else if (!strcmp(a, "--ragged")) o->varlen = 2;
         else if (!v) return usage("option needs a value");
         else if (!strcmp(a, "--b-layout")) {
             const char *l = argv[++i];
@@ -865,9 +868,19 @@ static int time_compute_op(const support_gpu *gpu, const bench_buffers *b, cli_o
     return 0;
 }
 
+/* The sequence lengths of bench attention --ragged: B draws uniform in [1, S] (splitmix64 from
+ * a fixed seed, so a shape always gets the same batch), queries and keys alike. */
+static int64_t ragged_length(int64_t b, int64_t s) {
+    uint64_t z = 0x9e3779b97f4a7c15ull * (uint64_t)(b + 1) + 7;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return 1 + (int64_t)(z % (uint64_t)s);
+}
+
 /* fusedops bench attention: TFLOP/s of one BSHD problem, q, k and v uniform in [-1, 1). It is
  * compute-bound, so the inputs are not rotated. FLOPs: 4 * b * h * s_q * s_k * d (QK^T and PV),
- * halved for causal. */
+ * halved for causal (--ragged: the sum over the sequences of 4 * h * l^2 * d, halved). */
 static int bench_attention(const options *o) {
     if (o->dtype < 0 || o->ndims != 4) return usage("bench attention needs --dtype and --shape BxHxSxD");
     for (int i = 0; i < 4; i++)
@@ -875,6 +888,7 @@ static int bench_attention(const options *o) {
             return usage("--shape needs B, H, S and D in [1, 2^20]");
     const int64_t hkv = o->heads_kv ? o->heads_kv : o->dims[1];
     const int64_t sk = o->seqlen_k ? o->seqlen_k : o->dims[2];
+    if (o->varlen == 2 && o->seqlen_k) return usage("--ragged draws the key lengths too: no --seqlen-k");
     const double nq = (double)o->dims[0] * (double)o->dims[1] * (double)o->dims[2] * (double)o->dims[3];
     const double nk = (double)o->dims[0] * (double)hkv * (double)sk * (double)o->dims[3];
     if (hkv < 1 || sk < 1 || nq > (double)(1LL << 32) || nk > (double)(1LL << 32))
@@ -890,24 +904,42 @@ static int bench_attention(const options *o) {
     tile_flash_attention_args a;
     const CUdeviceptr workspace =
         support_zeroed_workspace(&gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
-    /* --varlen: the sequences' ends, of equal lengths */
+    /* --varlen: the sequences' ends, of equal lengths; --ragged: of drawn ones */
     CUdeviceptr cu[2] = {0, 0};
+    int64_t longest = 0, tokens[2] = {0, 0};
+    double pairs = 0; /* query-key pairs over the sequences (one head) */
     if (o->varlen)
         for (int i = 0; i < 2; i++) {
-            const int64_t length = i ? sk : o->dims[2], n = o->dims[0] + 1;
-            if (o->dims[0] * length > INT32_MAX) return usage("--varlen takes at most 2^31 - 1 tokens");
+            const int64_t n = o->dims[0] + 1;
+            if (o->dims[0] * (i ? sk : o->dims[2]) > INT32_MAX)
+                return usage("--varlen takes at most 2^31 - 1 tokens");
             int32_t *ends = malloc((size_t)n * sizeof *ends);
             if (!ends) return EXIT_USAGE;
-            for (int64_t b = 0; b < n; b++) ends[b] = (int32_t)(b * length);
+            ends[0] = 0;
+            for (int64_t b = 0; b + 1 < n; b++) {
+                const int64_t length = o->varlen == 2 ? ragged_length(b, o->dims[2]) : i ? sk : o->dims[2];
+                ends[b + 1] = ends[b] + (int32_t)length;
+                if (i == 0 && length > longest) longest = length;
+                if (i == 0) pairs += (double)length * (double)(o->varlen == 2 ? length : sk);
+            }
             SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&cu[i], (size_t)n * sizeof *ends));
             SUPPORT_CHECK(&gpu, gpu.drv->cuMemcpyHtoD(cu[i], ends, (size_t)n * sizeof *ends));
+            if (o->varlen == 2 && i == 0) printf("  ragged lengths: %lld tokens, the longest %lld\n",
+                                                 (long long)ends[n - 1], (long long)longest);
+            tokens[i] = ends[n - 1];
             free(ends);
         }
     if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out),
                           (const int32_t *)DEVICE_PTR(cu[0]), (const int32_t *)DEVICE_PTR(cu[1]), &a))
         return EXIT_USAGE;
+    if (o->varlen == 2) { /* the drawn lengths (the tensors hold B x S tokens, at least these) */
+        a.seqlen_q = a.seqlen_k = longest;
+        a.total_q = tokens[0], a.total_k = tokens[1];
+    }
     if (!o->fixed_schedule) a.workspace = DEVICE_PTR(workspace);
-    const double flops = 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
+    const double flops = o->varlen == 2
+                             ? 4.0 * (double)o->dims[1] * (double)o->dims[3] * pairs * (o->causal ? 0.5 : 1.0)
+                             : 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);
     bench_buffers b = {.attention = &a};
     double ms;
     const char *name;
@@ -916,7 +948,7 @@ static int bench_attention(const options *o) {
            "  %.4f ms, %.1f TFLOP/s\n",
            tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
            (long long)o->dims[2], (long long)o->dims[3], (long long)hkv, (long long)sk,
-           o->causal ? ", causal" : "", o->varlen ? ", varlen" : "",
+           o->causal ? ", causal" : "", o->varlen == 2 ? ", ragged varlen" : o->varlen ? ", varlen" : "",
            o->fixed_schedule ? ", fixed schedule" : "", gpu.name, name, ms,
            flops / (ms * 1e-3) / 1e12);
     const CUdeviceptr bufs[] = {q, k, v, out, workspace, cu[0], cu[1]};
