@@ -446,15 +446,13 @@ static int check_norm_variant(const support_gpu *gpu, int32_t index, const tile_
 
 /* An attention variant: its full head width and narrower heads (zero-padded in shared
  * memory), ragged query and key lengths (more queries than keys leaves causal rows that see
- * no key), causal or not, GQA and MQA, BSHD and BHSD, fixed lengths and varlen (refused by
- * the variants that hand blocks over), with lse. */
+ * no key), causal or not, GQA and MQA, BSHD and BHSD, fixed lengths and varlen, with lse. */
 static int check_attention_variant(const support_gpu *gpu, int32_t index,
                                    const tile_variant_info *v, int quick, int *cases) {
     const int32_t cap = (int32_t)v->max_cols;
     const int32_t dims[] = {cap, cap - 8, cap == 32 ? 8 : cap / 2 + 8};
     static const int64_t lengths[][2] = {{1, 1}, {17, 97}, {97, 17}, {130, 257}};
     const int nlengths = quick ? 3 : 4;
-    const int refuses_varlen = support_variant_refuses_varlen(v);
     int failures = 0;
     for (int w = 0; w < 3; w++)
         for (int l = 0; l < nlengths; l++)
@@ -470,10 +468,6 @@ static int check_attention_variant(const support_gpu *gpu, int32_t index,
                 double err = 0;
                 int64_t bad = support_attention_run(gpu, &c, &s, &err);
                 (*cases)++;
-                /* Variants that hand blocks over take fixed lengths only: a varlen call must
-                 * be refused, with a message that says so. */
-                if (refuses_varlen && varlen)
-                    bad = s == TILE_STATUS_NOT_SUPPORTED && strstr(tile_last_error(), "varlen") ? 0 : -1;
                 if (bad) {
                     failures++;
                     fprintf(stderr, "FAIL %s attention %dx%dx%lldx%d kv %lld%s%s: %s: %s\n",

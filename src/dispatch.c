@@ -104,7 +104,6 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if ((v->features & p->features) != p->features) reason = "features";
     else if (p->no_tensor_maps && tile_variant_uses_tensor_maps(v))
         reason = "tensor maps";
-    else if (p->varlen && tile_variant_param(v, "HANDED") == 1) reason = "varlen";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
@@ -512,7 +511,7 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps, varlen,
+    int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps,
         mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
     int64_t seqlen_q, seqlen_k; /* (one head's work a shape splits otherwise) */
@@ -532,14 +531,13 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
          0xff51afd7ed558ccdull;
     /* nor attention calls of one query count in other sequence lengths or walks */
     h ^= (uint64_t)p->seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->seqlen_k ^
-         (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen) * 0xbf58476d1ce4e5b9ull;
+         (uint64_t)(p->causal + 2 * p->block_counter) * 0xbf58476d1ce4e5b9ull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
         c->optional_inputs == p->optional_inputs && c->pointwise == p->pointwise &&
-        c->no_tensor_maps == p->no_tensor_maps && c->varlen == p->varlen &&
-        c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
+        c->no_tensor_maps == p->no_tensor_maps && c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
         c->blocks_per_sm == p->blocks_per_sm && c->seqlen_q == p->seqlen_q &&
         c->seqlen_k == p->seqlen_k && c->causal == p->causal &&
         c->block_counter == p->block_counter) {
@@ -551,7 +549,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
-                           p->optional_inputs, p->pointwise, p->no_tensor_maps, p->varlen,
+                           p->optional_inputs, p->pointwise, p->no_tensor_maps,
                            p->mem_bandwidth_gbs,
                            p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->causal,
                            p->block_counter};
@@ -610,8 +608,6 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                  "call passes one"},
         {"tensor maps", "copies by tensor maps, which this call's layout cannot have (the "
                         "driver refused one): the other variants run it"},
-        {"varlen", "hands each query block to its consumers without a sequence's token offsets: "
-                   "varlen calls (cu_seqlens) run on the other variants"},
         {"row statistics", "takes a tile of a row a program, without row statistics: it runs "
                            "norm-less calls (tile_residual_dropout) alone"},
     };

@@ -61,9 +61,6 @@ typedef struct tile_problem {
                          * program may take part of a row (column_tile variants) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed):
                              * variants that copy by them are not eligible */
-    int32_t varlen; /* 1: a varlen attention call: variants whose producer hands blocks over
-                     * (grid param HANDED) are not eligible (their handover carries no token
-                     * offsets) */
     const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain
                                    * for another arch): tuned entries are then not weighed
                                    * by waves */

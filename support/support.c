@@ -134,12 +134,6 @@ int support_variant_uses_tensor_maps(const tile_variant_info *info) {
     return w != NULL && atoi(w + strlen("WARPGROUPS=")) >= 3;
 }
 
-int support_variant_refuses_varlen(const tile_variant_info *info) {
-    /* as src/dispatch.c: a producer that hands blocks over (grid param HANDED=1) */
-    const char *h = info->params ? strstr(info->params, "HANDED=") : NULL;
-    return h != NULL && atoi(h + strlen("HANDED=")) == 1;
-}
-
 int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info) {
     int blocks = 0, threads = 0, smem = 0;
     SUPPORT_CHECK(gpu, gpu->drv->cuDeviceGetAttribute(

@@ -74,9 +74,6 @@ int32_t support_lean_twin_of(int32_t index);
 /* Whether the variant copies through tensor maps (the warp-specialized families: WARPGROUPS of 3
  * or more in their params, as the library's tile_variant_uses_tensor_maps). */
 int support_variant_uses_tensor_maps(const tile_variant_info *info);
-/* Whether the variant refuses varlen calls: an attention producer that hands query blocks over
- * (HANDED=1 in its params; the handover carries no token offsets, src/dispatch.c). */
-int support_variant_refuses_varlen(const tile_variant_info *info);
 int32_t support_programs_per_sm_bound(const support_gpu *gpu, const tile_variant_info *info);
 /* Rows enough that every program of persistent variant `info` walks at least
  * `walk_length` rows here: walk_length x SMs x the bound above, plus 7 so that the

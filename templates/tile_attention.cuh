@@ -685,11 +685,11 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_> struc
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
 };
 
-// What the consumers need of a block (fixed-length calls: no token offsets, and the key and
-// value head is the producer's), as the producer hands it over beside its Q; n_end -1 ends the
-// walk.
+// What the consumers need of a block (the key and value head and tokens are the producer's
+// alone), as the producer hands it over beside its Q; n_end -1 ends the walk. q_start: the
+// sequence's first token (varlen; else 0), for the output's rows.
 struct ws_handed {
-    int32_t b, h, m0, n_end, seq_q, seq_k;
+    int32_t b, h, m0, n_end, seq_q, seq_k, q_start, unused;
 };
 // The producer's and the consumers' views of the three rings: Q (one stage, filled once per
 // query block, with the block beside it), K, V.
@@ -753,17 +753,18 @@ __device__ __forceinline__ void ws_hand_end(ws_rings<L> &r, const tile_attention
 template <typename L>
 __device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
     (void)r.q.take();
-    int32_t b = 0, h = 0, m0 = 0, n_end = 0, seq_q = 0, seq_k = 0;
+    int32_t b = 0, h = 0, m0 = 0, n_end = 0, seq_q = 0, seq_k = 0, q_start = 0, unused = 0;
     if (lane_id() == 0) {
         const uint32_t at = (uint32_t)__cvta_generic_to_shared(r.handed);
         asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
                      : "=r"(b), "=r"(h), "=r"(m0), "=r"(n_end) : "r"(at) : "memory");
-        asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];"
-                     : "=r"(seq_q), "=r"(seq_k) : "r"(at + 16) : "memory");
+        asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(seq_q), "=r"(seq_k), "=r"(q_start), "=r"(unused) : "r"(at + 16) : "memory");
     }
+    (void)unused;
     k.b = __shfl_sync(0xffffffffu, b, 0), k.h = __shfl_sync(0xffffffffu, h, 0), k.hk = 0;
     k.m0 = __shfl_sync(0xffffffffu, m0, 0), k.n_end = __shfl_sync(0xffffffffu, n_end, 0);
-    k.q_start = k.k_start = 0;
+    k.q_start = __shfl_sync(0xffffffffu, q_start, 0), k.k_start = 0;
     k.seq_q = __shfl_sync(0xffffffffu, seq_q, 0), k.seq_k = __shfl_sync(0xffffffffu, seq_k, 0);
     k.diagonal = k.seq_k - k.seq_q;
     k.empty = false;
@@ -783,11 +784,9 @@ template <typename L> __device__ __forceinline__ bool ws_is_producer_thread() { 
 struct map_rows {
     int32_t row, outer;
 };
-template <typename L>
 __device__ __forceinline__ map_rows ws_map_rows(const tile_attention_kernel_args &a, const block &k,
                                                 int32_t row, bool keys) {
-    // (layouts that hand blocks over take fixed lengths only: dispatch refuses them varlen calls)
-    if (L::HANDED || !a.cu_seqlens_q) return map_rows{row, k.b};
+    if (!a.cu_seqlens_q) return map_rows{row, k.b};
     const int32_t seq = keys ? k.seq_k : k.seq_q, window = keys ? a.seqlen_k : a.seqlen_q;
     return map_rows{row - seq + window, (int32_t)(keys ? k.k_start : k.q_start) + seq};
 }
@@ -808,10 +807,10 @@ __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &
                                           const tile_attention_kernel_args &a, const block &k) {
     if constexpr (L::HANDED) {
         mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
-        *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
+        *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k, (int32_t)k.q_start, 0};
     }
     uint64_t *bar = r.q.acquire(L::Q_BYTES); // (handed: its wait returns at once)
-    ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, ws_map_rows<L>(a, k, k.m0, false), k.h, bar);
+    ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, ws_map_rows(a, k, k.m0, false), k.h, bar);
 }
 // Key and value tile n, each into the next free stage of its ring.
 template <typename L, typename T>
@@ -820,7 +819,7 @@ __device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> 
                                            int32_t n) {
     const int ks = r.k.stage;
     uint64_t *bar = r.k.acquire(L::KV_BYTES);
-    const map_rows at = ws_map_rows<L>(a, k, n * L::BLOCK_N, true);
+    const map_rows at = ws_map_rows(a, k, n * L::BLOCK_N, true);
     ws_load_rows<L, L::BLOCK_N>(t.k(ks), &a.k_map, at, k.hk, bar);
     const int vs = r.v.stage;
     bar = r.v.acquire(L::KV_BYTES);
@@ -946,7 +945,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             fence_async_shared();
             warpgroup_sync(1 + wg);
             if (issuer) {
-                const map_rows at = ws_map_rows<L>(a, k, k.m0 + 64 * wg, false);
+                const map_rows at = ws_map_rows(a, k, k.m0 + 64 * wg, false);
 #pragma unroll
                 for (int j = 0; j < L::D_BLOCKS; j++)
                     tma_store_4d(&a.o_map, 64 * j, at.row, k.h, at.outer,
@@ -956,7 +955,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             return;
         }
     warpgroup_sync(1 + wg);
-    T *out = (T *)a.o + (!L::HANDED && a.cu_seqlens_q ? k.q_start * a.o_seq : (int64_t)k.b * a.o_batch) +
+    T *out = (T *)a.o + (a.cu_seqlens_q ? k.q_start * a.o_seq : (int64_t)k.b * a.o_batch) +
              (int64_t)k.h * a.o_head;
     const int chunks_valid = a.head_dim / 8;
 #pragma unroll

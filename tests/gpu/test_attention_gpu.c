@@ -342,19 +342,6 @@ static void run_case(const char *label, const attn_case *c) {
                 err_lp);
 }
 
-/* A varlen case on a variant that hands query blocks over: refused with NOT_SUPPORTED and a
- * message saying why (the dispatcher runs such calls on the other variants). */
-static void run_refused_case(const char *label, const attn_case *c) {
-    tile_status s = TILE_STATUS_SUCCESS;
-    double err = 0, err_lp = 0;
-    (void)run_attn(c, &s, &err, &err_lp);
-    cases_run++;
-    if (s == TILE_STATUS_NOT_SUPPORTED && strstr(tile_last_error(), "varlen")) return;
-    case_failures++;
-    fprintf(stderr, "FAIL %s varlen: expected NOT_SUPPORTED naming varlen, got %s (%s)\n", label,
-            tile_status_string(s), tile_last_error());
-}
-
 static const int32_t ragged_q[] = {0, 1, 77, 300, 130};
 static const int32_t ragged_k[] = {5, 1, 77, 513, 0};
 
@@ -431,12 +418,7 @@ static void variant_cases(void) {
             /* a head much narrower than the variant's (zero columns past it) */
             {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9, 0},
         };
-        /* Variants that hand blocks over take fixed lengths only. */
-        const int refuses_varlen = support_variant_refuses_varlen(&info);
-        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
-            if (refuses_varlen && cases[j].lens_q) run_refused_case(info.name, &cases[j]);
-            else run_case(info.name, &cases[j]);
-        }
+        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) run_case(info.name, &cases[j]);
     }
     printf("%d attention variants run on this GPU\n", ran);
     if (!ran && !filter) {
