@@ -686,10 +686,10 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_> struc
 };
 
 // What the consumers need of a block (the key and value head and tokens are the producer's
-// alone), as the producer hands it over beside its Q; n_end -1 ends the walk. q_start: the
-// sequence's first token (varlen; else 0), for the output's rows.
+// alone; a varlen sequence's first token the consumers read themselves, ws_store), as the
+// producer hands it over beside its Q; n_end -1 ends the walk.
 struct ws_handed {
-    int32_t b, h, m0, n_end, seq_q, seq_k, q_start, unused;
+    int32_t b, h, m0, n_end, seq_q, seq_k;
 };
 // The producer's and the consumers' views of the three rings: Q (one stage, filled once per
 // query block, with the block beside it), K, V.
@@ -753,18 +753,17 @@ __device__ __forceinline__ void ws_hand_end(ws_rings<L> &r, const tile_attention
 template <typename L>
 __device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
     (void)r.q.take();
-    int32_t b = 0, h = 0, m0 = 0, n_end = 0, seq_q = 0, seq_k = 0, q_start = 0, unused = 0;
+    int32_t b = 0, h = 0, m0 = 0, n_end = 0, seq_q = 0, seq_k = 0;
     if (lane_id() == 0) {
         const uint32_t at = (uint32_t)__cvta_generic_to_shared(r.handed);
         asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
                      : "=r"(b), "=r"(h), "=r"(m0), "=r"(n_end) : "r"(at) : "memory");
-        asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(seq_q), "=r"(seq_k), "=r"(q_start), "=r"(unused) : "r"(at + 16) : "memory");
+        asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];"
+                     : "=r"(seq_q), "=r"(seq_k) : "r"(at + 16) : "memory");
     }
-    (void)unused;
     k.b = __shfl_sync(0xffffffffu, b, 0), k.h = __shfl_sync(0xffffffffu, h, 0), k.hk = 0;
     k.m0 = __shfl_sync(0xffffffffu, m0, 0), k.n_end = __shfl_sync(0xffffffffu, n_end, 0);
-    k.q_start = __shfl_sync(0xffffffffu, q_start, 0), k.k_start = 0;
+    k.q_start = k.k_start = 0; // (varlen: ws_store reads the first token)
     k.seq_q = __shfl_sync(0xffffffffu, seq_q, 0), k.seq_k = __shfl_sync(0xffffffffu, seq_k, 0);
     k.diagonal = k.seq_k - k.seq_q;
     k.empty = false;
@@ -807,7 +806,7 @@ __device__ __forceinline__ void ws_load_q(ws_rings<L> &r, const wg_tiles<L, T> &
                                           const tile_attention_kernel_args &a, const block &k) {
     if constexpr (L::HANDED) {
         mbarrier_wait(&r.q.empty[r.q.stage], r.q.phase ^ 1);
-        *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k, (int32_t)k.q_start, 0};
+        *r.handed = ws_handed{k.b, k.h, k.m0, k.n_end, k.seq_q, k.seq_k};
     }
     uint64_t *bar = r.q.acquire(L::Q_BYTES); // (handed: its wait returns at once)
     ws_load_rows<L, L::BLOCK_M>(t.q, &a.q_map, ws_map_rows(a, k, k.m0, false), k.h, bar);
@@ -914,10 +913,15 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
 // written; lse per row. Only the warpgroup's 128 threads synchronize (named barrier 1 +
 // warpgroup), before the chunks are read and before the staging is reused.
 template <typename L, typename T>
-__device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, const block &k,
+__device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, const block &handed,
                                          state<L> &st, const wg_tiles<L, T> &t) {
     const int l = lane_id(), g = l >> 2, q = l & 3, wg = L::consumer_wg();
     const bool issuer = threadIdx.x % 128 == 0;
+    // A handed varlen block comes without its sequence's first token (the handover stays as
+    // fixed lengths have it: perf-notes A35b); it is read here, once a block.
+    block k = handed;
+    if constexpr (L::HANDED)
+        if (a.cu_seqlens_q) k.q_start = __ldg(a.cu_seqlens_q + k.b);
     float inv[L::MF][2];
     finish_rows<L>(a, k, st, inv);
     unsigned char *tile = reinterpret_cast<unsigned char *>(t.q) + L::STAGING_OFFSET;
