@@ -96,8 +96,8 @@ FLASH_ATTENTION_WORKSPACE_BYTES = 64
 
 def set_strides(args, name, t):
     """args.<name>_{batch,seq,head}_stride from a [batch, seq, heads, head_dim] torch tensor
-    (or anything with .stride()), in elements."""
-    b, s, h, _ = t.stride()
+    (or anything with .stride(), or the four strides as a tuple), in elements."""
+    b, s, h, _ = t if isinstance(t, tuple) else t.stride()
     setattr(args, f"{name}_batch_stride", b)
     setattr(args, f"{name}_seq_stride", s)
     setattr(args, f"{name}_head_stride", h)

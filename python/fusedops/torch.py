@@ -531,15 +531,15 @@ _ATTN_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def _attn_layout_ok(t: torch.Tensor) -> bool:
-    """Whether the library takes t as it is: head_dim contiguous, the pointer 16-byte aligned,
-    and every stride of a dim longer than 1 a multiple of 16 bytes (the strides of size-1 dims
-    are never used)."""
-    if t.stride(3) != 1 and t.shape[3] > 1:
+    """Whether the library takes t ([..., head_dim]) as it is: head_dim contiguous, the pointer
+    16-byte aligned, and every stride of a dim longer than 1 a multiple of 16 bytes (the strides
+    of size-1 dims are never used)."""
+    if t.stride(-1) != 1 and t.shape[-1] > 1:
         return False
     if t.data_ptr() % 16:
         return False
     per16 = 16 // t.element_size()
-    return all(t.stride(i) % per16 == 0 for i in range(3) if t.shape[i] > 1)
+    return all(t.stride(i) % per16 == 0 for i in range(t.dim() - 1) if t.shape[i] > 1)
 
 
 def _attn_input(t: torch.Tensor) -> torch.Tensor:
@@ -667,6 +667,101 @@ def flash_attention_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
     lse float32 [batch, heads_q, seqlen_q] (natural log; -inf for a query that sees no key),
     what a backward pass or a split-KV merge needs."""
     return _flash_attention_lse_op(q, k, v, causal, scale)
+
+
+def _attn_varlen_check(q, k, v, cu_q, cu_k, max_q, max_k, scale, op):
+    """Raises on what the library would reject or misread in a varlen call."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.is_cuda:
+            raise ValueError(f"fusedops.{op}: {name} must be a CUDA tensor, got device {t.device}")
+        if t.dtype not in _ATTN_DTYPES:
+            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, which is not supported "
+                            "(float16, bfloat16)")
+        if t.dim() != 3:
+            raise ValueError(f"fusedops.{op}: {name} must be 3-D [tokens, heads, head_dim], got "
+                             f"shape {tuple(t.shape)}")
+    for name, t in (("k", k), ("v", v)):
+        if t.device != q.device:
+            raise ValueError(f"fusedops.{op}: {name} is on {t.device}, q on {q.device}")
+        if t.dtype != q.dtype:
+            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, q {q.dtype} "
+                            "(q, k and v take one dtype)")
+    if k.shape != v.shape:
+        raise ValueError(f"fusedops.{op}: k and v must have one shape, got {tuple(k.shape)} and "
+                         f"{tuple(v.shape)}")
+    if k.shape[2] != q.shape[2]:
+        raise ValueError(f"fusedops.{op}: k and v have head_dim {k.shape[2]}, q {q.shape[2]}")
+    if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
+        raise ValueError(f"fusedops.{op}: q's heads ({q.shape[1]}) must be a multiple of k's "
+                         f"and v's ({k.shape[1]}) (GQA)")
+    for name, t in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        if t.device != q.device or t.dtype != torch.int32 or t.dim() != 1 or t.numel() < 2:
+            raise ValueError(f"fusedops.{op}: {name} must be an int32 tensor of batch + 1 "
+                             f"offsets on {q.device}, got {t.dtype} {tuple(t.shape)} on "
+                             f"{t.device}")
+    if cu_q.numel() != cu_k.numel():
+        raise ValueError(f"fusedops.{op}: cu_seqlens_q has {cu_q.numel()} offsets, cu_seqlens_k "
+                         f"{cu_k.numel()} (one batch)")
+    for name, n in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
+        if not 0 <= n < 2 ** 31:
+            raise ValueError(f"fusedops.{op}: {name} is {n}; it must be in [0, 2^31)")
+    if scale is not None and (scale == 0.0 or not math.isfinite(scale)):
+        raise ValueError(f"fusedops.{op}: scale is {scale}; pass a finite nonzero scale, or None "
+                         "for 1 / sqrt(head_dim)")
+
+
+def _flash_attention_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                 causal=False, scale=None):
+    op = "flash_attention_varlen"
+    _attn_varlen_check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, op)
+    q2, k2, v2 = _attn_input(q), _attn_input(k), _attn_input(v)
+    cu_q, cu_k = cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous()
+    total_q, h_q, d = q.shape
+    total_k, h_kv = k.shape[0], k.shape[1]
+    o = torch.empty((total_q, h_q, d), dtype=q.dtype, device=q.device)
+    ws = _workspace(q, "tile_flash_attention", FLASH_ATTENTION_WORKSPACE_BYTES)
+    a = FlashAttentionArgs(
+        struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype],
+        batch=cu_q.numel() - 1, heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)),
+        seqlen_q=max_seqlen_q, seqlen_k=max_seqlen_k, scale=0.0 if scale is None else scale,
+        o=o.data_ptr(), q=q2.data_ptr(), k=k2.data_ptr(), v=v2.data_ptr(),
+        cu_seqlens_q=cu_q.data_ptr(), cu_seqlens_k=cu_k.data_ptr(), total_q=total_q,
+        total_k=total_k, workspace=ws.data_ptr())
+    for name, t in (("q", q2), ("k", k2), ("v", v2), ("o", o)):
+        set_strides(a, name, (0,) + tuple(t.stride()))  # [tokens, heads, head_dim]: no batch axis
+    _launch(q, op, "tile_flash_attention", ctypes.byref(a))
+    return o
+
+
+def _attn_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                      causal=False, scale=None):
+    return q.new_empty(q.shape)
+
+
+_flash_attention_varlen_op = _register(
+    "flash_attention_varlen",
+    "(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q,"
+    " SymInt max_seqlen_k, bool causal=False, float? scale=None) -> Tensor",
+    _flash_attention_varlen_impl, _attn_varlen_fake,
+    "torch.nn.functional.scaled_dot_product_attention on each sequence")
+
+
+def flash_attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+                           max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                           scale: Optional[float] = None) -> torch.Tensor:
+    """flash_attention over a batch of packed sequences of their own lengths (FlashAttention's
+    flash_attn_varlen_func layout): q is [total_q, heads_q, head_dim], k and v [total_k,
+    heads_kv, head_dim]; sequence b is tokens cu_seqlens_q[b] to cu_seqlens_q[b + 1] - 1 of q
+    (and of the output), cu_seqlens_k[b] to cu_seqlens_k[b + 1] - 1 of k and v (int32 CUDA
+    tensors of batch + 1 offsets from 0, never read on the host: no sync, capturable in a CUDA
+    graph). max_seqlen_q and max_seqlen_k: the longest sequences, which size the launch (a
+    longer one is not computed in full). causal, scale, GQA and the in-place reading of inputs
+    as flash_attention's. Returns o, contiguous, shaped like q; its rows past
+    cu_seqlens_q[-1] are not written. Nothing a tensor holds past a sequence's end (the next
+    sequence's tokens) reaches that sequence's output."""
+    return _flash_attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                      max_seqlen_k, causal, scale)
 
 
 # ----------------------------------------------------------------------------- grouped matmul

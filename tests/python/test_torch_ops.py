@@ -488,6 +488,91 @@ class AttentionOpsTest(unittest.TestCase):
             o, lse = ops.flash_attention_lse(qg, k, v)
             o.sum().backward()
 
+    def varlen_inputs(self, lens_q, lens_k, h_q, h_kv, d, dtype, seed=0):
+        """Packed q [total_q, h_q, d], k and v [total_k, h_kv, d] and their int32 offsets."""
+        g = torch.Generator(device="cuda").manual_seed(seed)
+
+        def randn(*shape):
+            return torch.randn(shape, generator=g, device="cuda").to(dtype)
+
+        def offsets(lens):
+            return torch.tensor([0] + lens, device="cuda").cumsum(0).to(torch.int32)
+        q, k, v = randn(sum(lens_q), h_q, d), randn(sum(lens_k), h_kv, d), randn(sum(lens_k), h_kv, d)
+        return q, k, v, offsets(lens_q), offsets(lens_k)
+
+    def check_varlen(self, o, q, k, v, cu_q, cu_k, causal, scale=None, skip=()):
+        """Each sequence of o against the float64 reference of its own slices."""
+        bq, bk = cu_q.tolist(), cu_k.tolist()
+        for b in range(len(bq) - 1):
+            if b in skip or bq[b + 1] == bq[b]:
+                continue
+            sl_q, sl_k = slice(bq[b], bq[b + 1]), slice(bk[b], bk[b + 1])
+            if bk[b + 1] == bk[b]:  # no key: o = 0
+                self.assertTrue(bool((o[sl_q] == 0).all()), f"sequence {b} sees no key")
+                continue
+            want, _ = self.reference(q[None, sl_q], k[None, sl_k], v[None, sl_k], causal, scale)
+            with self.subTest(sequence=b):
+                self.close(o[sl_q], want[0])
+
+    def test_varlen(self):
+        """Packed sequences of their own lengths (some empty, one of one token, keys longer
+        and shorter than queries), GQA, causal or not: each sequence as if alone."""
+        lens_q, lens_k = [0, 1, 77, 300, 130, 5], [5, 1, 77, 513, 0, 200]
+        for dtype in self.DTYPES:
+            for h_q, h_kv, d in [(4, 2, 64), (8, 8, 128), (4, 1, 96)]:
+                q, k, v, cu_q, cu_k = self.varlen_inputs(lens_q, lens_k, h_q, h_kv, d, dtype, 2)
+                for causal in (False, True):
+                    o = torch.ops.fusedops.flash_attention_varlen(
+                        q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal)
+                    self.assertEqual(o.shape, q.shape)
+                    with self.subTest(dtype=dtype, heads=(h_q, h_kv), d=d, causal=causal):
+                        self.check_varlen(o, q, k, v, cu_q, cu_k, causal)
+
+    def test_varlen_isolation(self):
+        """A sequence whose keys and values are all +Inf leaves the others exact (a key tile
+        that runs past a sequence's end reads none of the next one's tokens)."""
+        lens = [70, 200, 33, 129]
+        q, k, v, cu_q, cu_k = self.varlen_inputs(lens, lens, 4, 4, 64, torch.bfloat16, 4)
+        bad = slice(cu_k[1].item(), cu_k[2].item())
+        k[bad] = float("inf")
+        v[bad] = float("inf")
+        for causal in (False, True):
+            o = torch.ops.fusedops.flash_attention_varlen(q, k, v, cu_q, cu_k, 200, 200, causal)
+            self.check_varlen(o, q, k, v, cu_q, cu_k, causal, skip=(1,))
+
+    def test_varlen_equals_dense(self):
+        """Sequences of one length packed: the same output as the dense call."""
+        q, k, v = self.qkv(3, 257, 257, 8, 2, 128, torch.bfloat16, seed=5)
+        cu = torch.arange(0, 4 * 257, 257, device="cuda", dtype=torch.int32)
+        dense = torch.ops.fusedops.flash_attention(q, k, v, True)
+        packed = torch.ops.fusedops.flash_attention_varlen(
+            q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), cu, cu, 257, 257, True)
+        torch.testing.assert_close(packed.view(q.shape), dense, atol=0, rtol=0)
+
+    def test_varlen_opcheck_errors_and_graph(self):
+        ops = torch.ops.fusedops
+        q, k, v, cu_q, cu_k = self.varlen_inputs([64, 1, 100], [64, 9, 100], 4, 2, 64,
+                                                 torch.bfloat16, 6)
+        torch.library.opcheck(ops.flash_attention_varlen.default, (q, k, v, cu_q, cu_k, 100, 100,
+                                                                    True, None))
+        with self.assertRaisesRegex(ValueError, "3-D"):
+            ops.flash_attention_varlen(q[None], k, v, cu_q, cu_k, 100, 100)
+        with self.assertRaisesRegex(ValueError, "int32"):
+            ops.flash_attention_varlen(q, k, v, cu_q.long(), cu_k, 100, 100)
+        with self.assertRaisesRegex(ValueError, "one batch"):
+            ops.flash_attention_varlen(q, k, v, cu_q[:-1], cu_k, 100, 100)
+        with self.assertRaisesRegex(ValueError, "max_seqlen_q"):
+            ops.flash_attention_varlen(q, k, v, cu_q, cu_k, -1, 100)
+        eager = ops.flash_attention_varlen(q, k, v, cu_q, cu_k, 100, 100, True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = ops.flash_attention_varlen(q, k, v, cu_q, cu_k, 100, 100, True)
+        q.copy_(torch.randn_like(q))
+        graph.replay()
+        torch.testing.assert_close(static_out,
+                                   ops.flash_attention_varlen(q, k, v, cu_q, cu_k, 100, 100, True))
+        self.assertFalse(torch.equal(static_out, eager))
+
     def test_compile_fullgraph_and_cuda_graph(self):
         ops = torch.ops.fusedops
 
@@ -709,6 +794,9 @@ class RegistrationTest(unittest.TestCase):
         "float? scale=None) -> Tensor",
         "fusedops::flash_attention_lse(Tensor q, Tensor k, Tensor v, bool causal=False, "
         "float? scale=None) -> (Tensor, Tensor)",
+        "fusedops::flash_attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
+        "Tensor cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k, bool causal=False, "
+        "float? scale=None) -> Tensor",
         "fusedops::grouped_mm(Tensor a, Tensor b, Tensor offs, Tensor? bias=None) -> Tensor",
     ]
 
@@ -756,6 +844,9 @@ class RegistrationTest(unittest.TestCase):
                         (ops.residual_dropout, (x, x, None, 0.0, 0, 0)),
                         (ops.residual_dropout_norm, (x, x, None, None, None, 0.0, 1e-5, 0, 0)),
                         (ops.flash_attention, (x4, x4, x4)),
+                        (ops.flash_attention_varlen,
+                         (x[None], x[None], x[None], torch.tensor([0, 1], dtype=torch.int32),
+                          torch.tensor([0, 1], dtype=torch.int32), 1, 1)),
                         (ops.grouped_mm, (x, x[None], torch.tensor([4], dtype=torch.int32)))]:
             with self.assertRaisesRegex(ValueError, "must be a CUDA tensor"):
                 f(*args)
@@ -773,6 +864,10 @@ class RegistrationTest(unittest.TestCase):
         q = torch.empty(2, 16, 4, 64, device="meta", dtype=torch.float16)
         o, lse = ops.flash_attention_lse(q, q, q)
         self.assertEqual((o.shape, lse.shape, lse.dtype), (q.shape, (2, 4, 16), torch.float32))
+        packed = torch.empty(20, 4, 64, device="meta", dtype=torch.float16)
+        cu = torch.empty(3, device="meta", dtype=torch.int32)
+        self.assertEqual(ops.flash_attention_varlen(packed, packed, packed, cu, cu, 10, 10).shape,
+                         packed.shape)
         with FakeTensorMode():
             a = torch.empty(10, 64, device="cuda", dtype=torch.bfloat16)
             b = torch.empty(3, 64, 50, device="cuda", dtype=torch.bfloat16)
