@@ -153,7 +153,7 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     const int64_t seq = a->seqlen_q > 0 ? a->seqlen_q : 1;
     rows = rows > INT64_MAX / seq ? INT64_MAX : rows * seq;
     return (tile_problem){.op = attention_op, .dtype = a->dtype, .rows = rows,
-                          .cols = a->head_dim, .align = align,
+                          .cols = a->head_dim, .align = align, .varlen = a->cu_seqlens_q != NULL,
                           .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
                           .causal = a->causal != 0, .block_counter = a->workspace != NULL};
 }

@@ -274,6 +274,15 @@ static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p,
         return e->variant;
     if (!tile_attention_walk_modelled(winner) || !tile_attention_walk_modelled(runner_up))
         return e->variant;
+    /* A varlen call's blocks are as long as its sequences, device data the model cannot walk:
+     * a ragged batch leaves a fixed walk's programs unequal shares, which a counter's walk
+     * evens out (perf-notes A35c: 1.5-36% on ragged head-64 batches). So with a workspace the
+     * variant that takes blocks from its counter goes first, unweighed. */
+    if (p->varlen && p->block_counter) {
+        const int winner_counts = tile_variant_param(winner, "HANDED") == 1,
+                  runner_up_counts = tile_variant_param(runner_up, "HANDED") == 1;
+        if (winner_counts != runner_up_counts) return runner_up_counts ? e->runner_up : e->variant;
+    }
     const double w = tile_attention_walk_ratio(e->variant, p, e->rows_log2),
                  r = tile_attention_walk_ratio(e->runner_up, p, e->rows_log2);
     if (!(w > 0.0 && r > 0.0)) return e->variant;
@@ -458,7 +467,12 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         else
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;
-        if (winner_us > 0.0) /* the variant taken first */
+        if (attention && p->varlen && p->block_counter && winner_us == 0.0 &&
+            tile_variant_param(&tile_registry[decision->variant], "HANDED") == 1)
+            snprintf(weighing_note, sizeof weighing_note,
+                     "; varlen with a workspace: the %s, which takes blocks from its counter",
+                     took_winner ? "winner" : "runner-up");
+        else if (winner_us > 0.0) /* the variant taken first */
             snprintf(weighing_note, sizeof weighing_note, "; %s, %s %.2f us against %s %.2f us", at,
                      took_winner ? "winner" : "runner-up",
                      took_winner ? winner_us : runner_up_us, took_winner ? "runner-up" : "winner",
@@ -511,7 +525,7 @@ typedef struct cached_decision {
     int32_t dtype, align, arch, variant;
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
-    int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps,
+    int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps, varlen,
         mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
     int64_t seqlen_q, seqlen_k; /* (one head's work a shape splits otherwise) */
@@ -531,13 +545,14 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
          0xff51afd7ed558ccdull;
     /* nor attention calls of one query count in other sequence lengths or walks */
     h ^= (uint64_t)p->seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->seqlen_k ^
-         (uint64_t)(p->causal + 2 * p->block_counter) * 0xbf58476d1ce4e5b9ull;
+         (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen) * 0xbf58476d1ce4e5b9ull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
         c->smem_limit == p->smem_limit && c->features == p->features &&
         c->optional_inputs == p->optional_inputs && c->pointwise == p->pointwise &&
-        c->no_tensor_maps == p->no_tensor_maps && c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
+        c->no_tensor_maps == p->no_tensor_maps && c->varlen == p->varlen &&
+        c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
         c->blocks_per_sm == p->blocks_per_sm && c->seqlen_q == p->seqlen_q &&
         c->seqlen_k == p->seqlen_k && c->causal == p->causal &&
         c->block_counter == p->block_counter) {
@@ -549,7 +564,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     if (s != TILE_STATUS_SUCCESS) return s;
     *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
-                           p->optional_inputs, p->pointwise, p->no_tensor_maps,
+                           p->optional_inputs, p->pointwise, p->no_tensor_maps, p->varlen,
                            p->mem_bandwidth_gbs,
                            p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->causal,
                            p->block_counter};

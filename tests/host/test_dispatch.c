@@ -951,6 +951,40 @@ static void test_attention_varlen_as_dense(void **state) {
     }
 }
 
+/* With a workspace, a varlen call at head dim 64 takes the line's variant that walks blocks
+ * from the counter (the handing 128-row kernel) where the dense call of its maximum lengths
+ * takes the 192-row one of a fixed walk: a ragged batch's blocks are device data (perf-notes
+ * A35c). Without a workspace, or at fixed lengths, the walk model decides as before. */
+static void test_attention_varlen_with_workspace_walks_counter(void **state) {
+    (void)state;
+    static _Alignas(256) int32_t cu[33];
+    static _Alignas(64) unsigned char workspace[TILE_FLASH_ATTENTION_WORKSPACE_BYTES];
+    tile_flash_attention_args a = attention_problem(TILE_DTYPE_BF16, 64);
+    a.batch = 32, a.seqlen_q = a.seqlen_k = 1024;
+    a.q_batch_stride = a.o_batch_stride = 1024 * a.q_seq_stride;
+    a.k_batch_stride = a.v_batch_stride = 1024 * a.k_seq_stride;
+    a.workspace = workspace;
+    tile_decision dense = new_decision();
+    assert_int_equal(tile_flash_attention_explain(&a, 90, &dense), TILE_STATUS_SUCCESS);
+    assert_int_equal(tile_variant_param(&tile_registry[dense.variant], "HANDED"), 0);
+    assert_true(tile_variant_uses_tensor_maps(&tile_registry[dense.variant]));
+    a.cu_seqlens_q = a.cu_seqlens_k = cu;
+    a.total_q = a.total_k = 32 * 1024;
+    a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride = 0;
+    for (int causal = 0; causal < 2; causal++) {
+        a.causal = causal;
+        tile_decision varlen = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
+        assert_int_equal(tile_variant_param(&tile_registry[varlen.variant], "HANDED"), 1);
+        assert_non_null(strstr(varlen.reason, "takes blocks from its counter"));
+    }
+    a.workspace = NULL; /* the fixed walk: as the dense call */
+    a.causal = 0;
+    tile_decision fixed = new_decision();
+    assert_int_equal(tile_flash_attention_explain(&a, 90, &fixed), TILE_STATUS_SUCCESS);
+    assert_int_equal(tile_variant_param(&tile_registry[fixed.variant], "HANDED"), 0);
+}
+
 /* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
  * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so tile_heuristic_cost charges
  * the 128-row blocks 1 + 232/264 = 1.88 and the 64-row ones 1 + 200/264 = 1.76. On sm_90 every
@@ -1164,6 +1198,7 @@ int main(void) {
         cmocka_unit_test(test_attention_mismatch),
         cmocka_unit_test(test_attention_small_batch_prefers_short_blocks),
         cmocka_unit_test(test_attention_varlen_as_dense),
+        cmocka_unit_test(test_attention_varlen_with_workspace_walks_counter),
         cmocka_unit_test(test_grouped_matmul_heuristic),
         cmocka_unit_test(test_grouped_matmul_registry),
     };
