@@ -276,9 +276,11 @@ static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p,
         return e->variant;
     /* A varlen call's blocks are as long as its sequences, device data the model cannot walk:
      * a ragged batch leaves a fixed walk's programs unequal shares, which a counter's walk
-     * evens out (perf-notes A35c: 1.5-36% on ragged head-64 batches). So with a workspace the
-     * variant that takes blocks from its counter goes first, unweighed. */
-    if (p->varlen && p->block_counter) {
+     * evens out. Causal, with a workspace, the variant that takes blocks from its counter goes
+     * first, unweighed (perf-notes A35c: +19-36% on ragged head-64 batches, +3.5% at equal
+     * lengths). Full calls stay weighed: there the counter's 128-row blocks gained 1.5-8% on
+     * ragged batches and lost 8-11% at equal lengths. */
+    if (p->varlen && p->block_counter && p->causal) {
         const int winner_counts = tile_variant_param(winner, "HANDED") == 1,
                   runner_up_counts = tile_variant_param(runner_up, "HANDED") == 1;
         if (winner_counts != runner_up_counts) return runner_up_counts ? e->runner_up : e->variant;
@@ -467,10 +469,10 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         else
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;
-        if (attention && p->varlen && p->block_counter && winner_us == 0.0 &&
+        if (attention && p->varlen && p->block_counter && p->causal && winner_us == 0.0 &&
             tile_variant_param(&tile_registry[decision->variant], "HANDED") == 1)
             snprintf(weighing_note, sizeof weighing_note,
-                     "; varlen with a workspace: the %s, which takes blocks from its counter",
+                     "; causal varlen with a workspace: the %s, which takes blocks from its counter",
                      took_winner ? "winner" : "runner-up");
         else if (winner_us > 0.0) /* the variant taken first */
             snprintf(weighing_note, sizeof weighing_note, "; %s, %s %.2f us against %s %.2f us", at,

@@ -61,7 +61,7 @@ typedef struct tile_problem {
                          * program may take part of a row (column_tile variants) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed):
                              * variants that copy by them are not eligible */
-    int32_t varlen; /* 1: a varlen attention call, whose lengths are device data: with a
+    int32_t varlen; /* 1: a varlen attention call, whose lengths are device data: causal, with a
                      * workspace, a tuned line's variant that walks blocks from its counter is
                      * taken over one of a fixed walk (weigh_attention) */
     const int32_t *blocks_per_sm; /* the device's (tile_device); NULL when unknown (explain

@@ -951,10 +951,10 @@ static void test_attention_varlen_as_dense(void **state) {
     }
 }
 
-/* With a workspace, a varlen call at head dim 64 takes the line's variant that walks blocks
- * from the counter (the handing 128-row kernel) where the dense call of its maximum lengths
- * takes the 192-row one of a fixed walk: a ragged batch's blocks are device data (perf-notes
- * A35c). Without a workspace, or at fixed lengths, the walk model decides as before. */
+/* With a workspace, a causal varlen call at head dim 64 takes the line's variant that walks
+ * blocks from the counter (the handing 128-row kernel) where the dense call of its maximum
+ * lengths takes the 192-row one of a fixed walk: a ragged batch's blocks are device data
+ * (perf-notes A35c). A full varlen call, or one without a workspace, is weighed as before. */
 static void test_attention_varlen_with_workspace_walks_counter(void **state) {
     (void)state;
     static _Alignas(256) int32_t cu[33];
@@ -964,6 +964,7 @@ static void test_attention_varlen_with_workspace_walks_counter(void **state) {
     a.q_batch_stride = a.o_batch_stride = 1024 * a.q_seq_stride;
     a.k_batch_stride = a.v_batch_stride = 1024 * a.k_seq_stride;
     a.workspace = workspace;
+    a.causal = 1;
     tile_decision dense = new_decision();
     assert_int_equal(tile_flash_attention_explain(&a, 90, &dense), TILE_STATUS_SUCCESS);
     assert_int_equal(tile_variant_param(&tile_registry[dense.variant], "HANDED"), 0);
@@ -971,18 +972,18 @@ static void test_attention_varlen_with_workspace_walks_counter(void **state) {
     a.cu_seqlens_q = a.cu_seqlens_k = cu;
     a.total_q = a.total_k = 32 * 1024;
     a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride = 0;
-    for (int causal = 0; causal < 2; causal++) {
-        a.causal = causal;
-        tile_decision varlen = new_decision();
-        assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
-        assert_int_equal(tile_variant_param(&tile_registry[varlen.variant], "HANDED"), 1);
-        assert_non_null(strstr(varlen.reason, "takes blocks from its counter"));
-    }
-    a.workspace = NULL; /* the fixed walk: as the dense call */
-    a.causal = 0;
+    tile_decision varlen = new_decision();
+    assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
+    assert_int_equal(tile_variant_param(&tile_registry[varlen.variant], "HANDED"), 1);
+    assert_non_null(strstr(varlen.reason, "takes blocks from its counter"));
+    a.causal = 0; /* full: weighed as the dense call of its maximum lengths */
+    tile_decision full = new_decision();
+    assert_int_equal(tile_flash_attention_explain(&a, 90, &full), TILE_STATUS_SUCCESS);
+    assert_int_equal(tile_variant_param(&tile_registry[full.variant], "HANDED"), 0);
+    a.causal = 1, a.workspace = NULL; /* the fixed walk: as the dense call */
     tile_decision fixed = new_decision();
     assert_int_equal(tile_flash_attention_explain(&a, 90, &fixed), TILE_STATUS_SUCCESS);
-    assert_int_equal(tile_variant_param(&tile_registry[fixed.variant], "HANDED"), 0);
+    assert_int_equal(fixed.variant, dense.variant);
 }
 
 /* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
