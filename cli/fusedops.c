@@ -340,9 +340,10 @@ static int cmd_explain(int argc, char **argv) {
     }
     if (op == OP_ATTENTION)
         printf("attention %s batch %d, heads %d (kv %d), seqlen %lld (k %lld), head_dim %d%s, "
-               "BSHD on sm_%d\n",
+               "%s on sm_%d\n",
                tile_dtype_string(a.dtype), a.batch, a.heads_q, a.heads_kv, (long long)a.seqlen_q,
-               (long long)a.seqlen_k, a.head_dim, a.causal ? ", causal" : "", d.arch);
+               (long long)a.seqlen_k, a.head_dim, a.causal ? ", causal" : "",
+               o.varlen ? "varlen (packed)" : "BSHD", d.arch);
     else if (op == OP_GROUPED_MATMUL)
         printf("grouped_matmul %s groups %d, total_m %lld, k %lld, n %lld, B [g,%s]%s, dense, "
                "on sm_%d\n",
