@@ -201,10 +201,7 @@ static tile_status encode_attention_map(const char *fn, const char *what, CUtens
     return tile_encode_tensor_map(fn, what, map, dtype, base, 4, dims, strides, box);
 }
 
-/* Whether a variant's producer hands each query block to its consumers (grid param HANDED,
- * warp-specialized only): such a variant takes blocks from a workspace's counter and keeps its
- * threads' store of O (perf-notes A28, A32). */
-static int hands_blocks_over(const tile_variant *v) {
+int tile_attention_hands_blocks_over(const tile_variant *v) {
     return v->persistent && tile_variant_uses_tensor_maps(v) &&
            tile_variant_param(v, "HANDED") == 1;
 }
@@ -230,7 +227,7 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
         s = encode_attention_map(fn, "v", &k->v_map, a->dtype, a->v, a->head_dim, a->seqlen_k,
                                  a->heads_kv, a->batch, a->v_seq_stride, a->v_head_stride,
                                  a->v_batch_stride, tokens_k, block_n);
-    if (s != TILE_STATUS_SUCCESS || hands_blocks_over(v)) return s;
+    if (s != TILE_STATUS_SUCCESS || tile_attention_hands_blocks_over(v)) return s;
     /* O: optional (the consumers store it by threads without it, and the variants that hand
      * blocks over always do: perf-notes A32), so only where a map can describe it: a 16-byte
      * aligned base and, for every axis of more than one position (a lone axis's stride is
@@ -300,7 +297,7 @@ static attention_walk_kind walk_of(const tile_variant *v, int64_t resident, int 
     const int64_t units_a_head = (m_blocks + 1) / 2; /* of a paired walk: two blocks each */
     const int64_t units =
         units_a_head < 1 ? 0 : pairs > INT64_MAX / units_a_head ? INT64_MAX : pairs * units_a_head;
-    attention_walk_kind w = {.counted = block_counter && hands_blocks_over(v)};
+    attention_walk_kind w = {.counted = block_counter && tile_attention_hands_blocks_over(v)};
     w.paired = !w.counted && walk_in_pairs(v, resident, causal, seqlen_q, seqlen_k, units);
     w.one_each = !v->persistent || (causal && !w.paired && !w.counted);
     return w;

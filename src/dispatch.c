@@ -266,8 +266,9 @@ static int32_t weigh_waves(const tile_tuned_entry *e, const tile_problem *p, dou
  * f16 (mean loss 0.4%), where the pairs-only weighing lost 2.1% on average. Returns the
  * variant, with both predictions (0 where not weighed). */
 static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p, double *winner_us,
-                               double *runner_up_us) {
+                               double *runner_up_us, int *by_counter) {
     *winner_us = *runner_up_us = 0.0;
+    *by_counter = 0;
     if (e->runner_up < 0 || !(e->time_us > 0.0f) || !(e->runner_up_us > 0.0f)) return e->variant;
     const tile_variant *winner = &tile_registry[e->variant], *runner_up = &tile_registry[e->runner_up];
     if (!tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
@@ -281,9 +282,9 @@ static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p,
      * lengths). Full calls stay weighed: there the counter's 128-row blocks gained 1.5-8% on
      * ragged batches and lost 8-11% at equal lengths. */
     if (p->varlen && p->block_counter && p->causal) {
-        const int winner_counts = tile_variant_param(winner, "HANDED") == 1,
-                  runner_up_counts = tile_variant_param(runner_up, "HANDED") == 1;
-        if (winner_counts != runner_up_counts) return runner_up_counts ? e->runner_up : e->variant;
+        const int runner_up_counts = tile_attention_hands_blocks_over(runner_up);
+        *by_counter = tile_attention_hands_blocks_over(winner) != runner_up_counts;
+        if (*by_counter) return runner_up_counts ? e->runner_up : e->variant;
     }
     const double w = tile_attention_walk_ratio(e->variant, p, e->rows_log2),
                  r = tile_attention_walk_ratio(e->runner_up, p, e->rows_log2);
@@ -455,10 +456,11 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     }
     if (best) {
         double winner_us, runner_up_us;
+        int by_counter = 0; /* attention: a causal varlen call took the counter's walk */
         /* the row-wise ops are weighed by waves, attention (the only problems with sequence
          * lengths) by its walks */
         const int attention = p->seqlen_q > 0;
-        decision->variant = attention ? weigh_attention(best, p, &winner_us, &runner_up_us)
+        decision->variant = attention ? weigh_attention(best, p, &winner_us, &runner_up_us, &by_counter)
                                       : weigh_waves(best, p, &winner_us, &runner_up_us);
         decision->rule = best_distance == 0 ? TILE_RULE_TUNED : TILE_RULE_NEAREST;
         char weighing_note[160] = "", at[64];
@@ -469,8 +471,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         else
             snprintf(at, sizeof at, "by waves at %lld rows", (long long)p->rows);
         const int took_winner = decision->variant == best->variant;
-        if (attention && p->varlen && p->block_counter && p->causal && winner_us == 0.0 &&
-            tile_variant_param(&tile_registry[decision->variant], "HANDED") == 1)
+        if (by_counter)
             snprintf(weighing_note, sizeof weighing_note,
                      "; causal varlen with a workspace: the %s, which takes blocks from its counter",
                      took_winner ? "winner" : "runner-up");

@@ -85,6 +85,10 @@ double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t
  * (perf-notes A34; a one-program-a-block variant's tiny grid shapes scaled to longer calls put
  * 64-row blocks 14-23% behind at head dim 128). */
 int tile_attention_walk_modelled(const tile_variant *v);
+/* Whether v's producer hands each query block to its consumers (grid param HANDED,
+ * warp-specialized only): such a variant takes blocks from a workspace's counter and keeps its
+ * threads' store of O (perf-notes A28, A32). (src/attention.c) */
+int tile_attention_hands_blocks_over(const tile_variant *v);
 
 /* Fills in p's device fields (arch, SM count, shared memory, occupancy) from `device`. */
 void tile_problem_on_device(tile_problem *p, const tile_device *device);

@@ -549,17 +549,18 @@ def _attn_input(t: torch.Tensor) -> torch.Tensor:
     return t if _attn_layout_ok(t) else t.clone(memory_format=torch.contiguous_format)
 
 
-def _attn_check(q, k, v, scale, op):
-    """Raises on what the library would reject or misread: devices, dtypes, ranks, shapes."""
+def _attn_tensors_check(q, k, v, rank, layout, op):
+    """Raises on what the library would reject in q, k and v alike (dense and varlen calls):
+    devices, dtypes, rank (`layout` names the dims for the message), k and v of one shape."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not t.is_cuda:
             raise ValueError(f"fusedops.{op}: {name} must be a CUDA tensor, got device {t.device}")
         if t.dtype not in _ATTN_DTYPES:
             raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, which is not supported "
                             "(float16, bfloat16)")
-        if t.dim() != 4:
-            raise ValueError(f"fusedops.{op}: {name} must be 4-D [batch, seqlen, heads, "
-                             f"head_dim], got shape {tuple(t.shape)}")
+        if t.dim() != rank:
+            raise ValueError(f"fusedops.{op}: {name} must be {rank}-D [{layout}], got shape "
+                             f"{tuple(t.shape)}")
     for name, t in (("k", k), ("v", v)):
         if t.device != q.device:
             raise ValueError(f"fusedops.{op}: {name} is on {t.device}, q on {q.device}")
@@ -569,22 +570,35 @@ def _attn_check(q, k, v, scale, op):
     if k.shape != v.shape:
         raise ValueError(f"fusedops.{op}: k and v must have one shape, got {tuple(k.shape)} and "
                          f"{tuple(v.shape)}")
+
+
+def _attn_heads_check(h_q, h_kv, d, d_k, shapes, op):
+    """head_dim alike in q and k, heads_q a multiple of heads_kv (GQA)."""
+    if d_k != d:
+        raise ValueError(f"fusedops.{op}: k and v have head_dim {d_k}, q {d} (shapes {shapes})")
+    if h_kv < 1 or h_q % h_kv:
+        raise ValueError(f"fusedops.{op}: q's heads ({h_q}) must be a multiple of k's and v's "
+                         f"({h_kv}) (GQA)")
+
+
+def _attn_scale_check(scale, op):
+    if scale is not None and (scale == 0.0 or not math.isfinite(scale)):
+        raise ValueError(f"fusedops.{op}: scale is {scale}; pass a finite nonzero scale, or None "
+                         "for 1 / sqrt(head_dim)")
+
+
+def _attn_check(q, k, v, scale, op):
+    """Raises on what the library would reject or misread: devices, dtypes, ranks, shapes."""
+    _attn_tensors_check(q, k, v, 4, "batch, seqlen, heads, head_dim", op)
     b, s_q, h_q, d = q.shape
     b_k, s_k, h_kv, d_k = k.shape
     if b_k != b:
         raise ValueError(f"fusedops.{op}: k has batch {b_k}, q {b} (shapes {tuple(k.shape)}, "
                          f"{tuple(q.shape)})")
-    if d_k != d:
-        raise ValueError(f"fusedops.{op}: k and v have head_dim {d_k}, q {d} (shapes "
-                         f"{tuple(k.shape)}, {tuple(q.shape)})")
-    if h_kv < 1 or h_q % h_kv:
-        raise ValueError(f"fusedops.{op}: q's heads ({h_q}) must be a multiple of k's and v's "
-                         f"({h_kv}) (GQA)")
+    _attn_heads_check(h_q, h_kv, d, d_k, f"{tuple(k.shape)}, {tuple(q.shape)}", op)
     if min(b, s_q, s_k, h_q, d) < 1:
         raise ValueError(f"fusedops.{op}: empty input (q {tuple(q.shape)}, k {tuple(k.shape)})")
-    if scale is not None and (scale == 0.0 or not math.isfinite(scale)):
-        raise ValueError(f"fusedops.{op}: scale is {scale}; pass a finite nonzero scale, or None "
-                         "for 1 / sqrt(head_dim)")
+    _attn_scale_check(scale, op)
 
 
 def _attn_impl(q, k, v, causal, scale, want_lse, op):
@@ -671,29 +685,9 @@ def flash_attention_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
 
 def _attn_varlen_check(q, k, v, cu_q, cu_k, max_q, max_k, scale, op):
     """Raises on what the library would reject or misread in a varlen call."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not t.is_cuda:
-            raise ValueError(f"fusedops.{op}: {name} must be a CUDA tensor, got device {t.device}")
-        if t.dtype not in _ATTN_DTYPES:
-            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, which is not supported "
-                            "(float16, bfloat16)")
-        if t.dim() != 3:
-            raise ValueError(f"fusedops.{op}: {name} must be 3-D [tokens, heads, head_dim], got "
-                             f"shape {tuple(t.shape)}")
-    for name, t in (("k", k), ("v", v)):
-        if t.device != q.device:
-            raise ValueError(f"fusedops.{op}: {name} is on {t.device}, q on {q.device}")
-        if t.dtype != q.dtype:
-            raise TypeError(f"fusedops.{op}: {name} has dtype {t.dtype}, q {q.dtype} "
-                            "(q, k and v take one dtype)")
-    if k.shape != v.shape:
-        raise ValueError(f"fusedops.{op}: k and v must have one shape, got {tuple(k.shape)} and "
-                         f"{tuple(v.shape)}")
-    if k.shape[2] != q.shape[2]:
-        raise ValueError(f"fusedops.{op}: k and v have head_dim {k.shape[2]}, q {q.shape[2]}")
-    if k.shape[1] < 1 or q.shape[1] % k.shape[1]:
-        raise ValueError(f"fusedops.{op}: q's heads ({q.shape[1]}) must be a multiple of k's "
-                         f"and v's ({k.shape[1]}) (GQA)")
+    _attn_tensors_check(q, k, v, 3, "tokens, heads, head_dim", op)
+    _attn_heads_check(q.shape[1], k.shape[1], q.shape[2], k.shape[2],
+                      f"{tuple(k.shape)}, {tuple(q.shape)}", op)
     for name, t in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
         if t.device != q.device or t.dtype != torch.int32 or t.dim() != 1 or t.numel() < 2:
             raise ValueError(f"fusedops.{op}: {name} must be an int32 tensor of batch + 1 "
@@ -705,9 +699,7 @@ def _attn_varlen_check(q, k, v, cu_q, cu_k, max_q, max_k, scale, op):
     for name, n in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
         if not 0 <= n < 2 ** 31:
             raise ValueError(f"fusedops.{op}: {name} is {n}; it must be in [0, 2^31)")
-    if scale is not None and (scale == 0.0 or not math.isfinite(scale)):
-        raise ValueError(f"fusedops.{op}: scale is {scale}; pass a finite nonzero scale, or None "
-                         "for 1 / sqrt(head_dim)")
+    _attn_scale_check(scale, op)
 
 
 def _flash_attention_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
