@@ -391,6 +391,34 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
              (long long)p->cols);
 }
 
+/* Attention of long key sequences: the chosen variant's twin of 144-key tiles (the same kernel,
+ * block and stages; only `ws` at head dim 128 has one). A tuned line is timed at its grid
+ * shape's keys (2048 at 262144 query rows), where the 128-key tile wins or ties; from 8192 keys
+ * a wider tile pays a key tile's fixed costs (the output's rescale, the row statistics'
+ * shuffles, the ping-pong's barriers) over more keys: +2.4% to +3.2% full, +0.1% to +1.2%
+ * causal on an H200, and 3.5% slower at 2048 keys (perf-notes A36). A varlen call's lengths
+ * are device data: it keeps the line's. */
+#define LONG_KEYS 8192
+static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
+    static const char *const same[] = {"HEAD_DIM", "BLOCK_M", "WARPGROUPS", "WARPS", "STAGES", "HANDED"};
+    const tile_variant *v = &tile_registry[decision->variant];
+    if (p->seqlen_k < LONG_KEYS || p->varlen || tile_variant_param(v, "BLOCK_N") != 128) return;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *t = &tile_registry[i];
+        if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "BLOCK_N") != 144)
+            continue;
+        int twin = 1;
+        for (size_t k = 0; twin && k < sizeof same / sizeof *same; k++)
+            twin = tile_variant_param(t, same[k]) == tile_variant_param(v, same[k]);
+        if (!twin || !tile_variant_eligible(t, p, NULL)) continue;
+        decision->variant = i;
+        const size_t used = strlen(decision->reason);
+        snprintf(decision->reason + used, sizeof decision->reason - used,
+                 "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
+        return;
+    }
+}
+
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     int32_t eligible = 0, arch_ok = 0, shape_ok = 0;
     for (int32_t i = 0; i < tile_registry_count; i++) {
@@ -490,6 +518,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", weighing_note);
         take_lean_twin(p, decision);
+        if (attention) take_long_key_tile(p, decision);
         return TILE_STATUS_SUCCESS;
     }
 

@@ -986,6 +986,48 @@ static void test_attention_varlen_with_workspace_walks_counter(void **state) {
     assert_int_equal(fixed.variant, dense.variant);
 }
 
+/* From 8192 keys a head-128 call whose line names the 128-key `ws` tile takes its twin of
+ * 144-key tiles (perf-notes A36); at 2048 keys, as a varlen call (lengths on the device), and
+ * at head dim 64 (no twin) the line's pick stands. 262144 query rows either way: one bucket. */
+static void test_attention_long_keys_take_wider_key_tiles(void **state) {
+    (void)state;
+    static _Alignas(256) int32_t cu[2];
+    const tile_dtype dtypes[] = {TILE_DTYPE_BF16, TILE_DTYPE_F16};
+    for (size_t t = 0; t < sizeof dtypes / sizeof *dtypes; t++)
+        for (int32_t head_dim = 64; head_dim <= 128; head_dim += 64) {
+            tile_flash_attention_args a = attention_problem(dtypes[t], head_dim);
+            a.batch = 8, a.heads_kv = 16, a.seqlen_q = a.seqlen_k = 2048;
+            a.k_seq_stride = a.v_seq_stride = 16 * (int64_t)head_dim;
+            a.q_batch_stride = a.o_batch_stride = 2048 * a.q_seq_stride;
+            a.k_batch_stride = a.v_batch_stride = 2048 * a.k_seq_stride;
+            tile_decision short_keys = new_decision();
+            assert_int_equal(tile_flash_attention_explain(&a, 90, &short_keys), TILE_STATUS_SUCCESS);
+            assert_null(strstr(short_keys.reason, "144-key"));
+            a.batch = 1, a.seqlen_q = a.seqlen_k = 16384;
+            a.q_batch_stride = a.o_batch_stride = 16384 * a.q_seq_stride;
+            a.k_batch_stride = a.v_batch_stride = 16384 * a.k_seq_stride;
+            tile_decision long_keys = new_decision();
+            assert_int_equal(tile_flash_attention_explain(&a, 90, &long_keys), TILE_STATUS_SUCCESS);
+            const tile_variant *v = &tile_registry[long_keys.variant];
+            if (head_dim == 64) {
+                assert_null(strstr(long_keys.reason, "144-key"));
+                continue;
+            }
+            /* the line at 262144 x 128 names the 128-key tile (autotune_results/sm_90.tsv) */
+            assert_int_equal(tile_variant_param(&tile_registry[short_keys.variant], "BLOCK_N"), 128);
+            assert_int_equal(tile_variant_param(v, "BLOCK_N"), 144);
+            assert_int_equal(tile_variant_param(v, "BLOCK_M"),
+                             tile_variant_param(&tile_registry[short_keys.variant], "BLOCK_M"));
+            assert_non_null(strstr(long_keys.reason, "its twin of 144-key tiles (8192 keys or more)"));
+            a.cu_seqlens_q = a.cu_seqlens_k = cu; /* varlen, one sequence of 16384 */
+            a.total_q = a.total_k = 16384;
+            a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride = 0;
+            tile_decision varlen = new_decision();
+            assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
+            assert_int_equal(tile_variant_param(&tile_registry[varlen.variant], "BLOCK_N"), 128);
+        }
+}
+
 /* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
  * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so tile_heuristic_cost charges
  * the 128-row blocks 1 + 232/264 = 1.88 and the 64-row ones 1 + 200/264 = 1.76. On sm_90 every
@@ -1200,6 +1242,7 @@ int main(void) {
         cmocka_unit_test(test_attention_small_batch_prefers_short_blocks),
         cmocka_unit_test(test_attention_varlen_as_dense),
         cmocka_unit_test(test_attention_varlen_with_workspace_walks_counter),
+        cmocka_unit_test(test_attention_long_keys_take_wider_key_tiles),
         cmocka_unit_test(test_grouped_matmul_heuristic),
         cmocka_unit_test(test_grouped_matmul_registry),
     };
