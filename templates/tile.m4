@@ -347,7 +347,7 @@ m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::
 # tiling (BLOCK_M query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from
 # TILE_WG_TILES.
 m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|BLOCK_M|>)m4_dnl
-using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64, m4_ifdef(<|HANDED|>, HANDED, 0)>; m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64, m4_ifdef(<|HANDED|>, HANDED, 0), m4_ifdef(<|QREG|>, QREG, 0)>; m4_dnl
 static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
@@ -365,11 +365,16 @@ m4_define(<|TILE_WS_LOAD_KV|>, <|TILE_ARGS(<|TILE_WS_LOAD_KV|>, <|$5|>, 5)tile::
 # TILE_WS_WAIT_Q(rings): the consumers wait for the query block (a handed block's Q was taken
 # with it: nothing).
 m4_define(<|TILE_WS_WAIT_Q|>, <|m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|(void)0|>, <|(void)$1.q.take()|>)|>)
-# TILE_WS_QK_START(s, L, rings, tiles): wait for the next key tile, start s = Q K^T on it.
+# TILE_WS_Q_OPERAND(qa, L): qa = registers for Q as S = Q K^T's operand, where the layout keeps
+# it there (grid param QREG); TILE_WS_LOAD_Q_OPERAND(qa, tiles): fill them from the Q stage
+# (once a block, after TILE_WS_WAIT_Q; nothing where Q stays in shared memory).
+m4_define(<|TILE_WS_Q_OPERAND|>, <|tile::attn::q_operand<$2> $1|>)
+m4_define(<|TILE_WS_LOAD_Q_OPERAND|>, <|TILE_ARGS(<|TILE_WS_LOAD_Q_OPERAND|>, <|$2|>, 2)tile::attn::ws_load_q_operand($1, $2)|>)
+# TILE_WS_QK_START(s, L, rings, tiles, qa): wait for the next key tile, start s = Q K^T on it.
 # TILE_WS_PV_START(pv, L, acc, rings, tiles): wait for the next value tile, start acc's
 # output += pv V on it (TILE_WG_PV_FINISH waits). TILE_WS_RELEASE_K(rings) / TILE_WS_RELEASE_V(rings):
 # hand the oldest K / V stage back once the products reading it are done.
-m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$4|>, 4)tile::attn::ws_qk_start<$2>($1, $3, $4)|>)
+m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$5|>, 5)tile::attn::ws_qk_start<$2>($1, $3, $4, $5)|>)
 # TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_WG_PACK_P fills them).
 m4_define(<|TILE_WG_P_OPERAND|>, <|tile::attn::p_operand<$2> $1|>)
 # TILE_RESCALE_FACTORS(alpha, L): alpha = per-row rescale factors of the output (uninitialized).

@@ -657,8 +657,11 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
 // per block (causal calls that do not walk long/short pairs).
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_, int QREG_ = 0> struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+    // Q as S = Q K^T's A operand from registers, read from its stage once a block (grid param
+    // QREG), instead of from shared memory by every key tile's products (perf-notes A37).
+    static constexpr bool Q_IN_REGISTERS = QREG_ != 0;
     // The producer decides the blocks and hands each to the consumers beside its Q (with a
     // block counter, as programs finish), or every warpgroup walks the fixed order itself
     // (grid param HANDED; perf-notes A28b: handing gains at 64 x 128, costs at head dim 128).
@@ -825,11 +828,57 @@ __device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> 
     ws_load_rows<L, L::BLOCK_N>(t.v(vs), &a.v_map, at, k.hk, bar);
 }
 
-// Consumers: wait for the next key tile and issue S = Q K^T on it; wait for the next value
-// tile and issue O += P V on it, P packed before (ring order: the producer's order of tiles).
+// Q as the A operand of S = Q K^T where the layout keeps it in registers (L::Q_IN_REGISTERS):
+// the warp's 16 rows of the warpgroup's 64 in the mma A fragment order, a k-step of 16 columns
+// a row of `a`. Elsewhere one unused row.
+template <typename L> struct q_operand {
+    uint32_t a[L::Q_IN_REGISTERS ? L::HEAD_DIM / 16 : 1][4];
+};
+// Reads the warp's rows of Q from its stage (swizzled: chunk c of row r at c ^ (r % 8), in
+// 64-column blocks of BLOCK_M rows) into qa, once a block; nothing where Q stays in shared memory.
 template <typename L, typename T>
-__device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const wg_tiles<L, T> &t) {
-    wg_qk<L>(S, t.q, t.k(r.k.take()));
+__device__ __forceinline__ void ws_load_q_operand(q_operand<L> &qa, const wg_tiles<L, T> &t) {
+    if constexpr (L::Q_IN_REGISTERS) {
+        const int l = lane_id();
+        // ldmatrix.x4: lanes 0-15 give rows 0-15 of the k-step's first 8 columns, 16-31 of its last 8
+        const int row = L::consumer_wg() * 64 + (threadIdx.x / 32 % 4) * 16 + (l & 15);
+        const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q);
+#pragma unroll
+        for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
+            const int chunk = (kk & 3) * 2 + (l >> 4);
+            ldmatrix_x4(qa.a[kk], q + (kk >> 2) * L::BLOCK_M * 128 + row * 128 + ((chunk ^ (row & 7)) << 4));
+        }
+    } else {
+        (void)qa, (void)t;
+    }
+}
+// S = Q K^T with Q from registers (qa) and K K-major from k_tile, as one committed group.
+template <typename L, typename T>
+__device__ __forceinline__ void wg_qk_q_registers(scores<L> &S, const q_operand<L> &qa, const T *k_tile) {
+#if TILE_HAS_WGMMA
+    const uint64_t kd = wg_desc(reinterpret_cast<const unsigned char *>(k_tile), 16, 1024);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
+        const uint32_t ko = (kk >> 2) * L::BLOCK_N * 128 + (kk & 3) * 32;
+        if (kk == 0) wgmma_op<T, L::BLOCK_N>::template zr<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
+        else wgmma_op<T, L::BLOCK_N>::template rs<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+    (void)S, (void)qa, (void)k_tile;
+    __trap();
+#endif
+}
+
+// Consumers: wait for the next key tile and issue S = Q K^T on it (Q from registers or from its
+// stage, as the layout keeps it); wait for the next value tile and issue O += P V on it, P
+// packed before (ring order: the producer's order of tiles).
+template <typename L, typename T>
+__device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const wg_tiles<L, T> &t,
+                                            const q_operand<L> &qa) {
+    if constexpr (L::Q_IN_REGISTERS) wg_qk_q_registers<L>(S, qa, t.k(r.k.take()));
+    else wg_qk<L>(S, t.q, t.k(r.k.take()));
 }
 template <typename L, typename T>
 __device__ __forceinline__ void ws_pv_start(const p_operand<L> &pa, state<L> &st, ws_rings<L> &r,
