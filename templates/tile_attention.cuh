@@ -834,8 +834,8 @@ __device__ __forceinline__ void ws_load_kv(ws_rings<L> &r, const wg_tiles<L, T> 
 template <typename L> struct q_operand {
     uint32_t a[L::Q_IN_REGISTERS ? L::HEAD_DIM / 16 : 1][4];
 };
-// Reads the warp's rows of Q from its stage (swizzled: chunk c of row r at c ^ (r % 8), in
-// 64-column blocks of BLOCK_M rows) into qa, once a block; nothing where Q stays in shared memory.
+// Reads the warp's rows of Q from its (swizzled) stage into qa, once a block; nothing where Q
+// stays in shared memory.
 template <typename L, typename T>
 __device__ __forceinline__ void ws_load_q_operand(q_operand<L> &qa, const wg_tiles<L, T> &t) {
     if constexpr (L::Q_IN_REGISTERS) {
@@ -844,10 +844,8 @@ __device__ __forceinline__ void ws_load_q_operand(q_operand<L> &qa, const wg_til
         const int row = L::consumer_wg() * 64 + (threadIdx.x / 32 % 4) * 16 + (l & 15);
         const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q);
 #pragma unroll
-        for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
-            const int chunk = (kk & 3) * 2 + (l >> 4);
-            ldmatrix_x4(qa.a[kk], q + (kk >> 2) * L::BLOCK_M * 128 + row * 128 + ((chunk ^ (row & 7)) << 4));
-        }
+        for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) // a k-step: the row's 16-byte chunks 2kk, 2kk + 1
+            ldmatrix_x4(qa.a[kk], q + swizzled(L::BLOCK_M, row, 2 * kk + (l >> 4)));
     } else {
         (void)qa, (void)t;
     }
