@@ -364,6 +364,9 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
         /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
          * the smem size grows with BLOCK_N, which is all the registry records of it). */
         cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);
+        /* ... up to 128 keys: wider ones lose at 2048 keys (perf-notes A36), so the pick stays
+         * at 128 and a long call takes the 144-key twin after it (take_long_key_tile). */
+        if (tile_variant_param(v, "BLOCK_N") > 128) cost *= 1.03;
         /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync; copies by a
          * producer warpgroup and tensor maps measured 1.5x faster again once the GPU is full
          * (perf-notes, A9). */
@@ -392,7 +395,8 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
 }
 
 /* Attention of long key sequences: the chosen variant's twin of 144-key tiles (the same kernel,
- * block and stages; only `ws` at head dim 128 has one). A tuned line is timed at its grid
+ * block and stages; only `ws` at head dim 128 has one), after a tuned line or the heuristic
+ * (which keeps to 128-key tiles, tile_heuristic_cost). A tuned line is timed at its grid
  * shape's keys (2048 at 262144 query rows), where the 128-key tile wins or ties; from 8192 keys
  * a wider tile pays a key tile's fixed costs (the output's rescale, the row statistics'
  * shuffles, the ping-pong's barriers) over more keys: +2.4% to +3.2% full, +0.1% to +1.2%
@@ -531,6 +535,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
              p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
              eligible);
     take_lean_twin(p, decision);
+    if (p->seqlen_q > 0) take_long_key_tile(p, decision);
     return TILE_STATUS_SUCCESS;
 }
 

@@ -1025,6 +1025,23 @@ static void test_attention_long_keys_take_wider_key_tiles(void **state) {
             tile_decision varlen = new_decision();
             assert_int_equal(tile_flash_attention_explain(&a, 90, &varlen), TILE_STATUS_SUCCESS);
             assert_int_equal(tile_variant_param(&tile_registry[varlen.variant], "BLOCK_N"), 128);
+            /* past the tuned buckets (2^24 query rows: one head of 131072... 128 heads of it)
+             * the heuristic keeps to 128-key tiles, and the long call takes the twin after it */
+            a = attention_problem(dtypes[t], head_dim);
+            a.batch = 1, a.heads_q = a.heads_kv = 128, a.seqlen_q = a.seqlen_k = 131072;
+            a.q_seq_stride = a.o_seq_stride = a.k_seq_stride = a.v_seq_stride = 128 * (int64_t)head_dim;
+            a.q_batch_stride = a.o_batch_stride = a.k_batch_stride = a.v_batch_stride = 0;
+            tile_decision huge = new_decision();
+            assert_int_equal(tile_flash_attention_explain(&a, 90, &huge), TILE_STATUS_SUCCESS);
+            assert_int_equal(huge.rule, TILE_RULE_HEURISTIC);
+            assert_int_equal(tile_variant_param(&tile_registry[huge.variant], "BLOCK_N"), 144);
+            assert_non_null(strstr(huge.reason, "its twin of 144-key tiles"));
+            a.heads_q = a.heads_kv = 1, a.seqlen_q = a.seqlen_k = 64; /* 64 rows: heuristic too */
+            a.q_seq_stride = a.o_seq_stride = a.k_seq_stride = a.v_seq_stride = head_dim;
+            tile_decision tiny = new_decision();
+            assert_int_equal(tile_flash_attention_explain(&a, 90, &tiny), TILE_STATUS_SUCCESS);
+            assert_int_equal(tiny.rule, TILE_RULE_HEURISTIC);
+            assert_true(tile_variant_param(&tile_registry[tiny.variant], "BLOCK_N") <= 128);
         }
 }
 
