@@ -121,9 +121,8 @@ int tile_variant_uses_tensor_maps(const tile_variant *v);
 
 /* After the launch of `variant` for p returned `status`: the variant to run the call on
  * instead, or -1. Where the dispatcher (not a forced variant) picked one that copies by tensor
- * maps and the call could not be described by them (NOT_SUPPORTED: a varlen attention call,
- * rows past 2^31 - 1, a layout the driver refuses), the cheapest eligible variant that copies
- * without them. */
+ * maps and the call could not be described by them (NOT_SUPPORTED: rows past 2^31 - 1, a layout
+ * the driver refuses), the cheapest eligible variant that copies without them. */
 int32_t tile_tensor_map_fallback(const tile_problem *p, int32_t variant, int forced,
                                  tile_status status);
 
