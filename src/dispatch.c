@@ -401,20 +401,28 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
  * a wider tile pays a key tile's fixed costs (the output's rescale, the row statistics'
  * shuffles, the ping-pong's barriers) over more keys: +2.4% to +3.2% full, +0.1% to +1.2%
  * causal on an H200, and 3.5% slower at 2048 keys (perf-notes A36). A varlen call's lengths
- * are device data: it keeps the line's. */
+ * are device data: it keeps the line's. (Other ops have no key length: nothing to do.) */
 #define LONG_KEYS 8192
+/* Whether two variants' params ("KEY=VALUE ..." in the grid's order) differ at most in BLOCK_N. */
+static int same_params_but_block_n(const char *a, const char *b) {
+    while (*a || *b) {
+        const size_t la = strcspn(a, " "), lb = strcspn(b, " ");
+        const int both_block_n = !strncmp(a, "BLOCK_N=", 8) && !strncmp(b, "BLOCK_N=", 8);
+        if (!both_block_n && (la != lb || strncmp(a, b, la))) return 0;
+        a += la + (a[la] == ' ');
+        b += lb + (b[lb] == ' ');
+    }
+    return 1;
+}
 static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
-    static const char *const same[] = {"HEAD_DIM", "BLOCK_M", "WARPGROUPS", "WARPS", "STAGES", "HANDED"};
     const tile_variant *v = &tile_registry[decision->variant];
     if (p->seqlen_k < LONG_KEYS || p->varlen || tile_variant_param(v, "BLOCK_N") != 128) return;
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *t = &tile_registry[i];
-        if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "BLOCK_N") != 144)
+        if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "BLOCK_N") != 144 ||
+            !v->params || !t->params || !same_params_but_block_n(t->params, v->params) ||
+            !tile_variant_eligible(t, p, NULL))
             continue;
-        int twin = 1;
-        for (size_t k = 0; twin && k < sizeof same / sizeof *same; k++)
-            twin = tile_variant_param(t, same[k]) == tile_variant_param(v, same[k]);
-        if (!twin || !tile_variant_eligible(t, p, NULL)) continue;
         decision->variant = i;
         const size_t used = strlen(decision->reason);
         snprintf(decision->reason + used, sizeof decision->reason - used,
@@ -522,7 +530,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                  1LL << best->rows_log2, (long long)tuning_cols_of_step(best->cols_step),
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", weighing_note);
         take_lean_twin(p, decision);
-        if (attention) take_long_key_tile(p, decision);
+        take_long_key_tile(p, decision);
         return TILE_STATUS_SUCCESS;
     }
 
@@ -535,7 +543,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
              p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
              eligible);
     take_lean_twin(p, decision);
-    if (p->seqlen_q > 0) take_long_key_tile(p, decision);
+    take_long_key_tile(p, decision);
     return TILE_STATUS_SUCCESS;
 }
 
