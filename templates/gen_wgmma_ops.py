@@ -6,7 +6,7 @@ written: `python3 templates/gen_wgmma_ops.py > templates/wgmma_ops.inc` (run by 
 a form is added; the output is committed, the build never runs this)."""
 
 TYPES = [("__nv_bfloat16", "bf16"), ("__half", "f16")]
-NS = [64, 128, 144, 160, 256]
+NS = [64, 80, 128, 144, 160, 256]
 
 
 def regs(first, count):

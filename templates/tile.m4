@@ -347,7 +347,7 @@ m4_define(<|TILE_RESCALE|>, <|TILE_ARGS(<|TILE_RESCALE|>, <|$2|>, 2)tile::attn::
 # tiling (BLOCK_M query rows, BLOCK_N keys, STAGES stages of K and of V); its tiles come from
 # TILE_WG_TILES.
 m4_define(<|TILE_ATTENTION_WS_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|BLOCK_M|>)m4_dnl
-using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64, m4_ifdef(<|HANDED|>, HANDED, 0), m4_ifdef(<|QREG|>, QREG, 0)>; m4_dnl
+using $1 = tile::attn::ws_layout<HEAD_DIM, BLOCK_N, m4_ifdef(<|STAGES|>, STAGES, 2), BLOCK_M / 64, m4_ifdef(<|HANDED|>, HANDED, 0), m4_ifdef(<|QREG|>, QREG, 0), m4_ifdef(<|O_ON_Q|>, O_ON_Q, 0)>; m4_dnl
 static_assert($1::PROGRAM_THREADS == THREADS && $1::QUERY_ROWS == BLOCK_M, "the grid's threads and query rows match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
 # TILE_WS_RINGS(rings, L): rings.q, rings.k, rings.v = the Q stage and the K and V rings, with
@@ -427,8 +427,11 @@ m4_define(<|TILE_WS_HAND_END|>, <|m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, 
 m4_define(<|TILE_FOR_WS_CONSUMER_BLOCKS|>, <|TILE_ARGS(<|TILE_FOR_WS_CONSUMER_BLOCKS|>, <|$4|>, 4)m4_dnl
 m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|for (tile::attn::block $1; tile::attn::ws_block_handed<$2>($4, $1);) {|>, m4_dnl
 <|TILE_FOR_ATTENTION_BLOCKS($1, $2, $3) if ($1.empty) continue;|>)|>)
-# TILE_WS_RELEASE_Q(rings): hand the query block's stage back (its last products are done).
-m4_define(<|TILE_WS_RELEASE_Q|>, <|$1.q.release()|>)
+# TILE_WS_RELEASE_Q(rings, L): hand the query block's stage back (its last products are done),
+# unless the layout stages the output there (grid param O_ON_Q). TILE_WS_STAGING_DONE(rings, L,
+# a): after TILE_WS_STORE, where it does: hand the stage back once the output has left it.
+m4_define(<|TILE_WS_RELEASE_Q|>, <|TILE_ARGS(<|TILE_WS_RELEASE_Q|>, <|$2|>, 2)tile::attn::ws_release_q<$2>($1)|>)
+m4_define(<|TILE_WS_STAGING_DONE|>, <|TILE_ARGS(<|TILE_WS_STAGING_DONE|>, <|$3|>, 3)tile::attn::ws_staging_done<$2>($1, $3)|>)
 # TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence.
 # TILE_WS_PASS_BLOCK(turns, rings, L, blk): for such a warpgroup, the block's stages and turns
 # without products (the other warpgroups' loop stays in step).

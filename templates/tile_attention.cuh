@@ -657,8 +657,15 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
 // per block (causal calls that do not walk long/short pairs).
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_, int QREG_ = 0> struct ws_layout {
+template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_, int QREG_ = 0, int O_ON_Q_ = 0>
+struct ws_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+    // The output staged in Q's stage rather than a region of its own (grid param O_ON_Q): at
+    // head dim 256 Q, two K and V stages and a separate staging tile would not fit shared
+    // memory. Each warpgroup writes its own rows of Q (read by none but its own products,
+    // done by then), and Q's stage goes back once the copy out has read it (ws_staging_done):
+    // the next block's Q then loads after this one's store, not during it.
+    static constexpr bool STAGING_ON_Q = O_ON_Q_ != 0;
     // Q as S = Q K^T's A operand from registers, read from its stage once a block (grid param
     // QREG), instead of from shared memory by every key tile's products (perf-notes A37).
     static constexpr bool Q_IN_REGISTERS = QREG_ != 0;
@@ -680,8 +687,9 @@ template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_, int Q
     static constexpr int Q_REGION = (Q_BYTES + 1023) / 1024 * 1024;
     // the output's staging (as Q's layout) after the K and V stages: apart from Q, so the next
     // query block's Q loads while this one's output is written
-    static constexpr int STAGING_OFFSET = Q_REGION + 2 * STAGES * KV_BYTES;
-    static constexpr int SMEM_BYTES = STAGING_OFFSET + Q_REGION + 1024; // + alignment slack
+    static constexpr int STAGING_OFFSET = STAGING_ON_Q ? 0 : Q_REGION + 2 * STAGES * KV_BYTES;
+    static constexpr int SMEM_BYTES =
+        Q_REGION + 2 * STAGES * KV_BYTES + (STAGING_ON_Q ? 0 : Q_REGION) + 1024; // + alignment slack
     static_assert(HEAD_DIM % 64 == 0 && BLOCK_N % 16 == 0 && BLOCK_N <= 256 && STAGES >= 2,
                   "64-column swizzle blocks, k-steps of 16 keys, boxes of <= 256 rows, copies a tile ahead");
     static_assert(WGS == 2 || WGS == 3, "two or three consumer warpgroups (named barriers 1 to 2 * WGS)");
@@ -911,6 +919,25 @@ template <typename L> __device__ __forceinline__ void ws_turn_pass(const ws_turn
 template <typename L> __device__ __forceinline__ void ws_turns_finish(const ws_turns &t) {
     if (t.wg == 0 && t.started) asm volatile("bar.sync %0, 256;" ::"r"(1 + L::WGS) : "memory");
 }
+// Q's stage back after the block's last Q K^T (or with no key tile), unless the output is staged
+// there: then ws_staging_done gives it back.
+template <typename L> __device__ __forceinline__ void ws_release_q(ws_rings<L> &r) {
+    if constexpr (!L::STAGING_ON_Q) r.q.release();
+    else (void)r;
+}
+// After ws_store, where the output is staged in Q's stage: the stage goes back once the copy out
+// (by tensor map) has read it; the threads' store has read it already (ws_store's last
+// warpgroup barrier). The issuing thread is lane 0 of the warpgroup's first warp, whose
+// arrival is the one that waits.
+template <typename L>
+__device__ __forceinline__ void ws_staging_done(ws_rings<L> &r, const tile_attention_kernel_args &a) {
+    if constexpr (L::STAGING_ON_Q) {
+        if (a.o_by_map && threadIdx.x % 128 == 0) bulk_wait_read<0>();
+        r.q.release();
+    } else {
+        (void)r, (void)a;
+    }
+}
 // After a consumer warpgroup's last block: its copies out (ws_store by the tensor map) have
 // completed before the program and its shared memory go.
 template <typename L> __device__ __forceinline__ void ws_stores_finish(const tile_attention_kernel_args &a) {
@@ -937,8 +964,9 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
 template <typename L>
 __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
     if constexpr (!L::HANDED) (void)r.q.take();
+    if constexpr (L::STAGING_ON_Q) r.q.release(); // it stages no output
     if (k.n_end == 0) { // no key tile: no turn either
-        r.q.release();
+        ws_release_q<L>(r);
         return;
     }
     for (int32_t n = k.n_end - 1; n >= 0; n--) {
@@ -946,7 +974,7 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
         (void)r.k.take();
         ws_turn_pass<L>(turns);
         r.k.release();
-        if (n == 0) r.q.release();
+        if (n == 0) ws_release_q<L>(r);
         (void)r.v.take();
         r.v.release();
     }

@@ -735,14 +735,16 @@ static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int3
  * (heads up to 32) the small terms decide: d32_m128_n64_w4's 20 KiB of shared memory is charged
  * 1 + 2048/20480 = 1.10 and its 256 programs 1.03, the 64-row wgmma tiles (512 programs) about
  * 1.03 (head 8: 2.08 against 2.30). The wgmma pick's block shape is left to the small terms.
+ * Heads over 128 on sm_90 go to the warp-specialized d256 family (`ws256`, cost x 0.25 x 0.66
+ * against mma's d256 at 1 x 2), not to mma (perf-notes A41: 2.8x faster).
  * sm_86 and sm_89 (99 KiB of shared memory a block) hold every mma variant. */
 static void test_attention_head_dims(void **state) {
     (void)state;
     static const struct {
-        int32_t head_dim, mma_dim, wgmma_dim; /* wgmma_dim 0: wider than the wgmma family */
+        int32_t head_dim, mma_dim, wgmma_dim; /* wgmma_dim: the sm_90 warpgroup variants' */
     } cases[] = {{8, 32, 64},    {32, 32, 64},   {40, 64, 64},  {64, 64, 64},
                  {72, 96, 128},  {96, 96, 128},  {104, 128, 128}, {128, 128, 128},
-                 {136, 256, 0},  {200, 256, 0},  {256, 256, 0}};
+                 {136, 256, 256}, {200, 256, 256}, {256, 256, 256}};
     const int32_t archs[] = {80, 86, 89, 90, 100};
     const tile_dtype dts[] = {TILE_DTYPE_F16, TILE_DTYPE_BF16};
     for (size_t a = 0; a < sizeof archs / sizeof *archs; a++)
