@@ -654,7 +654,8 @@ template <typename L> __device__ __forceinline__ void wg_pv_finish(state<L> &st,
 // program barrier anywhere in the loop), and two consumer warpgroups of 64 query rows each
 // running the wgmma path above, which hand each stage back once its products completed. The
 // producer gives its registers to the consumers (setmaxnreg). Shared layout as wg_layout's: Q,
-// then K and V stages, swizzled in 64-column blocks, then the output's staging tile. Programs
+// then K and V stages, swizzled in 64-column blocks, then the output's staging tile (unless it
+// is staged in Q's stage: STAGING_ON_Q). Programs
 // are persistent (they walk query blocks, kernels/attention.tile), unless the host launches one
 // per block (causal calls that do not walk long/short pairs).
 template <int HEAD_DIM_, int BLOCK_N_, int STAGES_, int WGS_, int HANDED_, int QREG_ = 0, int O_ON_Q_ = 0>
@@ -686,7 +687,7 @@ struct ws_layout {
     static constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2, KV_BYTES = BLOCK_N * HEAD_DIM * 2;
     static constexpr int Q_REGION = (Q_BYTES + 1023) / 1024 * 1024;
     // the output's staging (as Q's layout) after the K and V stages: apart from Q, so the next
-    // query block's Q loads while this one's output is written
+    // query block's Q loads while this one's output is written (or Q's own stage: above)
     static constexpr int STAGING_OFFSET = STAGING_ON_Q ? 0 : Q_REGION + 2 * STAGES * KV_BYTES;
     static constexpr int SMEM_BYTES =
         Q_REGION + 2 * STAGES * KV_BYTES + (STAGING_ON_Q ? 0 : Q_REGION) + 1024; // + alignment slack

@@ -735,8 +735,9 @@ static int32_t attention_heuristic_pick(const tile_flash_attention_args *a, int3
  * (heads up to 32) the small terms decide: d32_m128_n64_w4's 20 KiB of shared memory is charged
  * 1 + 2048/20480 = 1.10 and its 256 programs 1.03, the 64-row wgmma tiles (512 programs) about
  * 1.03 (head 8: 2.08 against 2.30). The wgmma pick's block shape is left to the small terms.
- * Heads over 128 on sm_90 go to the warp-specialized d256 family (`ws256`, cost x 0.25 x 0.66
- * against mma's d256 at 1 x 2), not to mma (perf-notes A41: 2.8x faster).
+ * Heads over 128 on sm_90 go to the warp-specialized d256 family (`ws256`: x 1.5 for its
+ * 128-row blocks, x 0.25 x 0.66 for warpgroup products and tensor maps, against mma d256's x 2
+ * for its 64-row ones), not to mma (perf-notes A41: 2.4-3.1x faster).
  * sm_86 and sm_89 (99 KiB of shared memory a block) hold every mma variant. */
 static void test_attention_head_dims(void **state) {
     (void)state;
