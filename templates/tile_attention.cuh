@@ -561,6 +561,11 @@ __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_at
 
 // Issues S = Q K_n^T for the warpgroup's 64 rows (K-major operands from K stage n % STAGES) as one
 // committed group; S is not to be read before a wait (wg_wait_scores).
+// Byte offset of k-step kk (16 columns) in a K-major tile of `rows` rows, swizzled in 64-column
+// blocks of rows x 128 bytes.
+__device__ __forceinline__ uint32_t kstep_offset(int rows, int kk) {
+    return (uint32_t)((kk >> 2) * rows * 128 + (kk & 3) * 32);
+}
 template <typename L, typename T>
 __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_tile) {
 #if TILE_HAS_WGMMA
@@ -571,8 +576,7 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
-        const uint32_t qo = (kk >> 2) * L::BLOCK_M * 128 + (kk & 3) * 32;
-        const uint32_t ko = (kk >> 2) * L::BLOCK_N * 128 + (kk & 3) * 32;
+        const uint32_t qo = kstep_offset(L::BLOCK_M, kk), ko = kstep_offset(L::BLOCK_N, kk);
         // the first k-step only writes S: its old values are dead before the products, so
         // ptxas need not keep them (and P's registers) alive beside the new scores
         if (kk == 0) wgmma_op<T, L::BLOCK_N>::zs(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko));
@@ -850,7 +854,7 @@ __device__ __forceinline__ void ws_load_q_operand(q_operand<L> &qa, const wg_til
     if constexpr (L::Q_IN_REGISTERS) {
         const int l = lane_id();
         // ldmatrix.x4: lanes 0-15 give rows 0-15 of the k-step's first 8 columns, 16-31 of its last 8
-        const int row = L::consumer_wg() * 64 + (threadIdx.x / 32 % 4) * 16 + (l & 15);
+        const int row = fragment_row<L>(0) + (l & 15);
         const unsigned char *q = reinterpret_cast<const unsigned char *>(t.q);
 #pragma unroll
         for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) // a k-step: the row's 16-byte chunks 2kk, 2kk + 1
@@ -867,7 +871,7 @@ __device__ __forceinline__ void wg_qk_q_registers(scores<L> &S, const q_operand<
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
-        const uint32_t ko = (kk >> 2) * L::BLOCK_N * 128 + (kk & 3) * 32;
+        const uint32_t ko = kstep_offset(L::BLOCK_N, kk);
         if (kk == 0) wgmma_op<T, L::BLOCK_N>::template zr<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
         else wgmma_op<T, L::BLOCK_N>::template rs<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
     }
@@ -965,9 +969,8 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
 template <typename L>
 __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, const block &k) {
     if constexpr (!L::HANDED) (void)r.q.take();
-    if constexpr (L::STAGING_ON_Q) r.q.release(); // it stages no output
     if (k.n_end == 0) { // no key tile: no turn either
-        ws_release_q<L>(r);
+        r.q.release();  // (it stages no output, so Q's stage goes back as in any layout)
         return;
     }
     for (int32_t n = k.n_end - 1; n >= 0; n--) {
@@ -975,7 +978,7 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
         (void)r.k.take();
         ws_turn_pass<L>(turns);
         r.k.release();
-        if (n == 0) ws_release_q<L>(r);
+        if (n == 0) r.q.release();
         (void)r.v.take();
         r.v.release();
     }
