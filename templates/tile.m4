@@ -450,7 +450,7 @@ m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn
 # consumer warpgroups of 64 rows each of a 128-row tile).
 # TILE_GEMM_LAYOUT(L): L is the tiling of this grid point.
 m4_define(<|TILE_GEMM_LAYOUT|>, <|TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|STAGES|>)m4_dnl
-using $1 = m4_ifdef(<|WARPGROUPS|>, <|tile::gemm::ws_layout<BLOCK_M, BLOCK_N, STAGES>|>, <|tile::gemm::mma_layout<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>|>); m4_dnl
+using $1 = m4_ifdef(<|WARPGROUPS|>, <|tile::gemm::ws_layout<BLOCK_M, BLOCK_N, STAGES, m4_ifdef(<|SLOTS|>, SLOTS, 2)>|>, <|tile::gemm::mma_layout<BLOCK_M, BLOCK_N, BLOCK_K, WARPS_M, WARPS_N, STAGES>|>); m4_dnl
 static_assert($1::BM == BLOCK_M && $1::PROGRAM_THREADS == THREADS, "the grid's tile and threads match the layout"); m4_dnl
 static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the stages")|>)
 # TILE_GEMM_TILES(tiles, L): STAGES buffers of an A k-tile and a B k-tile in shared memory.

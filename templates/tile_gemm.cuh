@@ -46,8 +46,8 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_> st
 // copies of each k-tile, STAGES ahead, as consumers hand stages back through mbarriers);
 // warpgroups 1 and 2 consume, 64 rows each of the 128 x BN tile. The epilogue of one tile
 // overlaps the copies of the next.
-template <int BM_, int BN_, int STAGES_> struct ws_layout {
-    static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
+template <int BM_, int BN_, int STAGES_, int SLOTS_ = 2> struct ws_layout {
+    static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_, SLOTS = SLOTS_;
     static constexpr int WARPS = 12, THREADS = 384, PROGRAM_THREADS = THREADS;
     static constexpr int CONSUMER_WARPS = 8;
     static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232; // 128 * 40 + 256 * 232 <= 64K
@@ -56,9 +56,10 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-    // each consumer's output staging: two 64 x 64 slots, written out by turns in WG_COLS / 64
-    // passes
-    static constexpr int STAGING_BYTES = 64 * 128 * 2;
+    // each consumer's output staging: SLOTS 64 x 64 slots, written out by turns in WG_COLS / 64
+    // passes (as many slots as passes: no pass waits for a copy out of the same tile)
+    static constexpr int SLOT_BYTES = 64 * 64 * 2;
+    static constexpr int STAGING_BYTES = SLOTS * SLOT_BYTES;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
     static constexpr bool WGMMA = true;
     // A tile of 64 rows or fewer (a half tile) may be split by columns: each consumer multiplies
@@ -69,6 +70,7 @@ template <int BM_, int BN_, int STAGES_> struct ws_layout {
     __device__ static int warp_col0() { return 0; }
     // byte offset of the consumer's 64 rows in an A stage (rows of 128 bytes)
     __device__ static uint32_t a_offset() { return consumer_wg() * 64 * 128; }
+    static_assert(SLOTS == 2 || SLOTS == WG_COLS / 64, "two slots by turns, or one a pass");
     static_assert(BM == 128 && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
                   "64-row warpgroups, wgmma N of 128 or 256 (the epilogue's passes of 64 columns come in pairs)");
 };
@@ -161,21 +163,30 @@ __device__ __forceinline__ bool scheduler_seek(scheduler &s, const tile_gemm_ker
     return true;
 }
 
+// The walk's divisions in Int (a group's tiles fit 32 bits but for extreme shapes, where
+// 64-bit division's long routine runs instead: some 1% of the large shape's time was spent
+// here, perf-notes G19).
+template <typename L, typename Int>
+__device__ __forceinline__ void scheduler_position_in(const scheduler &s, tile_pos &pos) {
+    const Int local = (Int)(s.next - s.base), band_rows = (Int)s.band, n_tiles = (Int)s.n_tiles;
+    const Int m_tiles = (Int)s.tiles / n_tiles;
+    const Int band = local / (band_rows * n_tiles);
+    const Int rows = m_tiles - band * band_rows < band_rows ? m_tiles - band * band_rows : band_rows;
+    const Int r = local - band * band_rows * n_tiles;
+    const Int col_tile = r / rows;
+    pos.group = s.group;
+    pos.row0 = s.start + (int64_t)(band * band_rows + (r - col_tile * rows)) * L::BM;
+    pos.row_end = s.end;
+    pos.col0 = (int32_t)col_tile * L::BN;
+    pos.number = s.next;
+}
 // Takes the next tile: false when there is none. Within a group, tiles run in bands of
 // s.band row tiles, column tile by column tile, so the programs running at once share rows of
 // A and columns of B in L2.
 template <typename L>
 __device__ __forceinline__ void scheduler_position(const scheduler &s, tile_pos &pos) {
-    const int64_t local = s.next - s.base, band_rows = s.band; // 64-bit products below
-    const int64_t m_tiles = s.tiles / s.n_tiles;
-    const int64_t band = local / (band_rows * s.n_tiles);
-    const int64_t rows = m_tiles - band * band_rows < band_rows ? m_tiles - band * band_rows : band_rows;
-    const int64_t r = local - band * band_rows * s.n_tiles;
-    pos.group = s.group;
-    pos.row0 = s.start + (band * band_rows + r % rows) * L::BM;
-    pos.row_end = s.end;
-    pos.col0 = (int32_t)(r / rows) * L::BN;
-    pos.number = s.next;
+    if (s.tiles <= 0x7fffffff) scheduler_position_in<L, uint32_t>(s, pos);
+    else scheduler_position_in<L, int64_t>(s, pos);
 }
 template <typename L>
 __device__ __forceinline__ bool scheduler_next(scheduler &s, const tile_gemm_kernel_args &a,
@@ -284,7 +295,10 @@ template <typename L> __device__ __forceinline__ void copy_wait() {
 template <typename L> struct accumulator {
     float d[L::MF][L::NT][4];
 };
+// A tile's accumulator at its start: zero (mma.sync); on wgmma nothing, as a tile's first
+// product writes it (scale-d 0, consume_k_tile), which saves a tile 64 zeroing instructions.
 template <typename L> __device__ __forceinline__ void accumulator_zero(accumulator<L> &c) {
+    if constexpr (L::WGMMA) return;
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
@@ -327,7 +341,8 @@ __device__ __forceinline__ void mma_k_tile(accumulator<L> &c, const smem_tiles<L
 // or N-major through the descriptor's transpose bit), from stage `stage`; in a half tile (HALF),
 // for the tile's 64 rows and the warpgroup's half of the columns, into acc's first half.
 template <typename L, typename T, bool B_KMAJOR, bool HALF>
-__device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage) {
+__device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L, T> &t, int stage,
+                                          int accumulate) {
 #if TILE_HAS_WGMMA
     constexpr int N = HALF ? L::WG_COLS / 2 : L::WG_COLS;
     // a half's first column, N, starts N * 128 bytes into B's stage either way: K-major, rows
@@ -340,14 +355,15 @@ __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L,
 #pragma unroll
     for (int kk = 0; kk < L::BK / 16; kk++) {
         const uint64_t da = wg_desc_at(ad, kk * 32);
+        const int scale_d = kk == 0 ? accumulate : 1; // 0: D = A B, the tile's first product
         if (B_KMAJOR) // [BN rows][64 k], like A
-            wgmma_op<T, N>::template ss<0>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 32), 1);
+            wgmma_op<T, N>::template ss<0>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 32), scale_d);
         else          // [64 k rows][BN] in 64-column blocks of 64 rows each
-            wgmma_op<T, N>::template ss<1>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 16 * 128), 1);
+            wgmma_op<T, N>::template ss<1>(&c.d[0][0][0], da, wg_desc_at(bd, kk * 16 * 128), scale_d);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
-    (void)c, (void)t, (void)stage;
+    (void)c, (void)t, (void)stage, (void)accumulate;
     __trap(); // wgmma variants are registered for sm_90 only
 #endif
 }
@@ -459,18 +475,19 @@ __device__ __forceinline__ bool scheduler_handed(scheduler &s, const tile_gemm_k
 
 // Consumers: wait for the next stage's copies, issue acc += A B from it (a half tile: the
 // warpgroup's half of the columns), wait for the previous product and hand its stage back
-// (`held` is that stage, -1 for none).
+// (`held` is that stage, -1 for none: the tile's first k-tile, whose product writes acc).
 template <typename L, typename T>
 __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c,
                                                const smem_tiles<L, T> &t, bool b_kmajor, bool half,
                                                int &held) {
     mbarrier_wait(&p.full[p.stage], p.phase);
+    const int accumulate = held >= 0;
     if (half) {
-        if (b_kmajor) wg_k_tile<L, T, true, true>(c, t, p.stage);
-        else wg_k_tile<L, T, false, true>(c, t, p.stage);
+        if (b_kmajor) wg_k_tile<L, T, true, true>(c, t, p.stage, accumulate);
+        else wg_k_tile<L, T, false, true>(c, t, p.stage, accumulate);
     } else {
-        if (b_kmajor) wg_k_tile<L, T, true, false>(c, t, p.stage);
-        else wg_k_tile<L, T, false, false>(c, t, p.stage);
+        if (b_kmajor) wg_k_tile<L, T, true, false>(c, t, p.stage, accumulate);
+        else wg_k_tile<L, T, false, false>(c, t, p.stage, accumulate);
     }
     wg_wait_groups<1>();
     if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
@@ -526,18 +543,23 @@ __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
 }
 
 // The same through shared memory (warp-specialized variants): each consumer warpgroup writes its
-// 64-row fragments, 64 columns a pass, into one of two staging slots by turns (stmatrix, 16 x 16
-// values an instruction). Where the warpgroup's rows all lie in the group and C has a tensor
-// map, one thread sends the slot out by it and the warpgroup goes on to the next pass, whose
-// slot the copy out two passes back has read by then (perf-notes G6, G8); else its threads
-// copy whole 16-byte row chunks out (rows past the group and columns past n skipped). Only the
-// warpgroup's own 128 threads synchronize (named barrier 1 + consumer).
-template <typename L, typename T>
-__device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
-                                                  const accumulator<L> &c, const smem_tiles<L, T> &t) {
+// 64-row fragments, 64 columns a pass, into its staging slots (stmatrix, 16 x 16 values an
+// instruction). Where the warpgroup's rows all lie in the group and C has a tensor map, one
+// thread sends each slot out by it; else its threads copy whole 16-byte row chunks out (rows
+// past the group and columns past n skipped). With two slots the passes take them by turns,
+// each waiting for the copy out two passes back (perf-notes G6, G8); with a slot a pass, the
+// warpgroup waits once for the last tile's copies, writes every pass and sends them together
+// (G19). Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer). Calls
+// without a bias take a twin without its loads and additions (G19: the epilogue's instructions
+// are time the tensor pipe idles).
+template <typename L, typename T, bool BIAS>
+__device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                                     const accumulator<L> &c, const smem_tiles<L, T> &t) {
+    constexpr int PASSES = L::WG_COLS / 64;
+    constexpr bool SLOT_A_PASS = L::SLOTS == PASSES;
     const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
-    const T *bias = a.bias ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
+    const T *bias = BIAS ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
     // a half tile: the tile's 64 rows by the warpgroup's half of the columns, in WG_COLS / 128 passes
     const bool half = is_half_tile<L>(a, pos);
     const int64_t row0 = pos.row0 + (half ? 0 : wg * 64);
@@ -547,30 +569,36 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
     // the pair; lane l gives its row l % 8
     const int srow = wrow + (l & 7) + ((l >> 3) & 1) * 8, schunk = l >> 4;
     static_assert(L::WG_COLS % 128 == 0 && (!L::HALF_TILES || L::WG_COLS % 256 == 0),
-                  "an even number of passes, half tiles too: a tile's pass p takes slot p % 2");
-#pragma unroll
-    for (int pass = 0; pass < L::WG_COLS / 64; pass++) {
-        if (half && pass == L::WG_COLS / 128) break;
-        unsigned char *slot = t.staging(wg) + (pass & 1) * (L::STAGING_BYTES / 2);
-        const int32_t col0 = cols0 + pass * 64;
-        // The copy out from this slot, two passes back, has read it (the latest, from the
-        // other slot, may still run; a tile's last pass is always slot 1's). The threads'
-        // copy out below writes without a bulk group: it waits for every one.
-        if (tid == 0) {
-            if (by_map) bulk_wait_read<1>();
-            else bulk_wait_read<0>();
-        }
+                  "an even number of passes, half tiles too: with two slots a tile's pass p takes slot p % 2");
+    if (SLOT_A_PASS) { // the last tile's copies out have read every slot
+        if (tid == 0) bulk_wait_read<0>();
         warpgroup_sync(1 + wg);
+    }
+#pragma unroll
+    for (int pass = 0; pass < PASSES; pass++) {
+        if (half && pass == PASSES / 2) break;
+        unsigned char *slot = t.staging(wg) + (pass % L::SLOTS) * L::SLOT_BYTES;
+        const int32_t col0 = cols0 + pass * 64;
+        // Two slots: the copy out from this slot, two passes back, has read it (the latest,
+        // from the other slot, may still run; a tile's last pass is always slot 1's). The
+        // threads' copy out below writes without a bulk group: it waits for every one.
+        if (!SLOT_A_PASS) {
+            if (tid == 0) {
+                if (by_map) bulk_wait_read<1>();
+                else bulk_wait_read<0>();
+            }
+            warpgroup_sync(1 + wg);
+        }
 #pragma unroll
         for (int jj = 0; jj < 8; jj += 2) {
             uint32_t r[4];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int j = pass * 8 + jj + h;
-                const int32_t col = col0 + (jj + h) * 8 + 2 * q;
                 float b0 = 0.0f, b1 = 0.0f;
-                if (bias && col < a.n) {
-                    b0 = to_float(bias[col]);
+                if (BIAS) {
+                    const int32_t col = col0 + (jj + h) * 8 + 2 * q;
+                    if (col < a.n) b0 = to_float(bias[col]);
                     if (col + 1 < a.n) b1 = to_float(bias[col + 1]);
                 }
                 r[2 * h] = mma_type<T>::pack(c.d[0][j][0] + b0, c.d[0][j][1] + b1);     // row g
@@ -578,6 +606,7 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
             }
             stmatrix_x4(slot + staging_offset(srow, jj + schunk), r);
         }
+        if (SLOT_A_PASS && by_map) continue; // sent together below
         if (by_map) fence_async_shared(); // the writes, to the copy engine
         warpgroup_sync(1 + wg);
         if (by_map) {
@@ -606,6 +635,24 @@ __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a
             }
         }
     }
+    if (SLOT_A_PASS && by_map) {
+        fence_async_shared();
+        warpgroup_sync(1 + wg);
+        if (tid == 0) {
+#pragma unroll
+            for (int pass = 0; pass < PASSES; pass++) {
+                if (half && pass == PASSES / 2) break;
+                tma_store_2d(&a.c_map, cols0 + pass * 64, (int32_t)row0, t.staging(wg) + pass * L::SLOT_BYTES);
+            }
+            bulk_commit();
+        }
+    }
+}
+template <typename L, typename T>
+__device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
+                                                  const accumulator<L> &c, const smem_tiles<L, T> &t) {
+    if (a.bias) store_tile_staged_as<L, T, true>(a, pos, c, t);
+    else store_tile_staged_as<L, T, false>(a, pos, c, t);
 }
 
 // Consumers, after their last tile: the copies out by tensor map have completed (the program's
