@@ -549,17 +549,18 @@ __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
 // past the group and columns past n skipped). With two slots the passes take them by turns,
 // each waiting for the copy out two passes back (perf-notes G6, G8); with a slot a pass, the
 // warpgroup waits once for the last tile's copies, writes every pass and sends them together
-// (G19). Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer). Calls
-// without a bias take a twin without its loads and additions (G19: the epilogue's instructions
-// are time the tensor pipe idles).
-template <typename L, typename T, bool BIAS>
+// (G19). Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer). The
+// bias comes in three twins (G19: the epilogue's instructions are time the tensor pipe idles):
+// none, read without bounds tests where the warpgroup's columns all lie within n, and tested.
+enum class bias_mode { none, inside, edge };
+template <typename L, typename T, bias_mode BIAS>
 __device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                      const accumulator<L> &c, const smem_tiles<L, T> &t) {
     constexpr int PASSES = L::WG_COLS / 64;
     constexpr bool SLOT_A_PASS = L::SLOTS == PASSES;
     const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
-    const T *bias = BIAS ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
+    const T *bias = BIAS != bias_mode::none ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
     // a half tile: the tile's 64 rows by the warpgroup's half of the columns, in WG_COLS / 128 passes
     const bool half = is_half_tile<L>(a, pos);
     const int64_t row0 = pos.row0 + (half ? 0 : wg * 64);
@@ -596,8 +597,11 @@ __device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args
             for (int h = 0; h < 2; h++) {
                 const int j = pass * 8 + jj + h;
                 float b0 = 0.0f, b1 = 0.0f;
-                if (BIAS) {
-                    const int32_t col = col0 + (jj + h) * 8 + 2 * q;
+                const int32_t col = col0 + (jj + h) * 8 + 2 * q;
+                if (BIAS == bias_mode::inside) {
+                    b0 = to_float(bias[col]);
+                    b1 = to_float(bias[col + 1]);
+                } else if (BIAS == bias_mode::edge) {
                     if (col < a.n) b0 = to_float(bias[col]);
                     if (col + 1 < a.n) b1 = to_float(bias[col + 1]);
                 }
@@ -651,8 +655,11 @@ __device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args
 template <typename L, typename T>
 __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                   const accumulator<L> &c, const smem_tiles<L, T> &t) {
-    if (a.bias) store_tile_staged_as<L, T, true>(a, pos, c, t);
-    else store_tile_staged_as<L, T, false>(a, pos, c, t);
+    // the warpgroup's last column: a half tile's half, or the tile's last
+    const int64_t cols_end = pos.col0 + (is_half_tile<L>(a, pos) ? (L::consumer_wg() + 1) * (L::WG_COLS / 2) : L::WG_COLS);
+    if (!a.bias) store_tile_staged_as<L, T, bias_mode::none>(a, pos, c, t);
+    else if (cols_end <= a.n) store_tile_staged_as<L, T, bias_mode::inside>(a, pos, c, t);
+    else store_tile_staged_as<L, T, bias_mode::edge>(a, pos, c, t);
 }
 
 // Consumers, after their last tile: the copies out by tensor map have completed (the program's
