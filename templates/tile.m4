@@ -472,7 +472,8 @@ m4_define(<|TILE_GEMM_AHEAD|>, <|$1::AHEAD|>)
 # (a barrier: every warp is done with the stage the next copy overwrites).
 m4_define(<|TILE_GEMM_COPY|>, <|TILE_ARGS(<|TILE_GEMM_COPY|>, <|$5|>, 5)tile::gemm::copy_k_tile<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_GEMM_COPY_WAIT|>, <|tile::gemm::copy_wait<$1>()|>)
-# TILE_GEMM_ACCUMULATOR(acc, L): acc = a [BLOCK_M, BLOCK_N] fp32 accumulator, zero.
+# TILE_GEMM_ACCUMULATOR(acc, L): acc = a [BLOCK_M, BLOCK_N] fp32 accumulator, zero (mma.sync;
+# on wgmma a tile's first TILE_GEMM_CONSUME writes it).
 m4_define(<|TILE_GEMM_ACCUMULATOR|>, <|tile::gemm::accumulator<$2> $1; tile::gemm::accumulator_zero<$2>($1)|>)
 # TILE_GEMM_PRODUCT(acc, L, tiles, kt, b_kmajor): acc += A_kt B_kt from stage kt % STAGES
 # (B K-major or N-major; mma.sync variants).
@@ -504,7 +505,8 @@ m4_define(<|TILE_CONSUMER_REGISTERS|>, <|tile::warpgroup_registers_claim<$1::CON
 # the 64 rows by half the columns.
 # TILE_GEMM_CONSUME(pipe, acc, tiles, b_kmajor, half, held): wait for the next stage, start
 # acc += A B from it (half: the tile's 64 rows by the consumer's half of the columns), hand back
-# the stage of the product before (held: the stage in use).
+# the stage of the product before (held: the stage in use; -1 at a tile's first k-tile, whose
+# product writes acc instead of adding to it).
 # TILE_GEMM_CONSUME_FINISH(pipe, acc, held): wait for the last product, hand back its stage.
 m4_define(<|TILE_GEMM_PRODUCE|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCE|>, <|$5|>, 5)tile::gemm::produce_k_tile($1, $2, $3, $4, $5)|>)
 m4_define(<|TILE_GEMM_HALF_TILE|>, <|TILE_ARGS(<|TILE_GEMM_HALF_TILE|>, <|$3|>, 3)tile::gemm::is_half_tile<$1>($2, $3)|>)

@@ -297,6 +297,8 @@ template <typename L> struct accumulator {
 };
 // A tile's accumulator at its start: zero (mma.sync); on wgmma nothing, as a tile's first
 // product writes it (scale-d 0, consume_k_tile), which saves a tile 64 zeroing instructions.
+// (That product's asm still names the registers as read-write; the hardware ignores their
+// values, so what they held, a program's first tile included, never reaches C.)
 template <typename L> __device__ __forceinline__ void accumulator_zero(accumulator<L> &c) {
     if constexpr (L::WGMMA) return;
 #pragma unroll
@@ -547,9 +549,9 @@ __device__ __forceinline__ uint32_t staging_offset(int row, int chunk) {
 // instruction). Where the warpgroup's rows all lie in the group and C has a tensor map, one
 // thread sends each slot out by it; else its threads copy whole 16-byte row chunks out (rows
 // past the group and columns past n skipped). With two slots the passes take them by turns,
-// each waiting for the copy out two passes back (perf-notes G6, G8); with a slot a pass, the
-// warpgroup waits once for the last tile's copies, writes every pass and sends them together
-// (G19). Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer). The
+// each waiting for the copy out two passes back (perf-notes G6, G8); with a slot a pass (`tmao`'s
+// four), the warpgroup waits once for the last tile's copies, writes every pass and sends them
+// together (G19). Only the warpgroup's own 128 threads synchronize (named barrier 1 + consumer). The
 // bias comes in three twins (G19: the epilogue's instructions are time the tensor pipe idles):
 // none, read without bounds tests where the warpgroup's columns all lie within n, and tested.
 enum class bias_mode { none, inside, edge };
@@ -557,7 +559,9 @@ template <typename L, typename T, bias_mode BIAS>
 __device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                      const accumulator<L> &c, const smem_tiles<L, T> &t) {
     constexpr int PASSES = L::WG_COLS / 64;
-    constexpr bool SLOT_A_PASS = L::SLOTS == PASSES;
+    // (two slots stay by turns where there are two passes too: sent together, the 128 x 128
+    // tiles measured no faster, perf-notes G19)
+    constexpr bool SLOT_A_PASS = L::SLOTS == PASSES && L::SLOTS != 2;
     const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
     const T *bias = BIAS != bias_mode::none ? (const T *)a.bias + pos.group * a.bias_group : nullptr;

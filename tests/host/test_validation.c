@@ -1637,9 +1637,9 @@ static void test_grouped_matmul_valid(void **state) {
     a.b_group_stride = 32;
     a.b_k_stride = 2 * 32;
     assert_gmm_valid(&a);
-    a = gmm_base(); /* padded rows and n, k at the int32 limit on one row */
+    a = gmm_base(); /* padded rows and n, k at their limit (2^31 - 256: a tile's end in int32) */
     a.total_m = 1;
-    a.n = a.k = INT32_MAX;
+    a.n = a.k = INT32_MAX - 255;
     a.lda = a.ldc = INT32_MAX;
     a.groups = 1;
     a.b_k_stride = INT32_MAX;
@@ -1668,10 +1668,12 @@ static void test_grouped_matmul_arguments(void **state) {
     GMM_CASE(G_ALL, INV, "n is 0", a.n = 0);
     GMM_CASE(G_ALL, INV, "n is -5", a.n = -5);
     GMM_CASE(G_ALL, NSUP, "n 2147483648", a.n = T31, a.ldc = T31);
+    GMM_CASE(G_ALL, NSUP, "n 2147483393", a.n = T31 - 255, a.ldc = T31);
     GMM_CASE(G_ALL, NSUP, "n 9223372036854775807", a.n = INT64_MAX);
     GMM_CASE(G_ALL, INV, "k is 0", a.k = 0);
     GMM_CASE(G_ALL, INV, "k is -1", a.k = -1);
     GMM_CASE(G_ALL, NSUP, "k 2147483648", a.k = T31, a.lda = T31);
+    GMM_CASE(G_ALL, NSUP, "k 2147483393", a.k = T31 - 255, a.lda = T31);
     /* row strides of C and A: >= their rows, whatever total_m */
     GMM_CASE(G_ALL, INV, "ldc is 31", a.ldc = 31);
     GMM_CASE(G_ALL, INV, "ldc is 0", a.ldc = 0);
