@@ -56,8 +56,8 @@ template <int BM_, int BN_, int STAGES_, int SLOTS_ = 2> struct ws_layout {
     static constexpr int A_PITCH = 0, BK_PITCH = 0, BN_PITCH = 0; // swizzled
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-    // each consumer's output staging: SLOTS 64 x 64 slots, written out by turns in WG_COLS / 64
-    // passes (as many slots as passes: no pass waits for a copy out of the same tile)
+    // each consumer's output staging, written out in WG_COLS / 64 passes: two 64 x 64 slots by
+    // turns, or one a pass (no pass then waits for a copy out of the same tile)
     static constexpr int SLOT_BYTES = 64 * 64 * 2;
     static constexpr int STAGING_BYTES = SLOTS * SLOT_BYTES;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGING_BYTES + 1024; // + alignment
@@ -300,13 +300,16 @@ template <typename L> struct accumulator {
 // (That product's asm still names the registers as read-write; the hardware ignores their
 // values, so what they held, a program's first tile included, never reaches C.)
 template <typename L> __device__ __forceinline__ void accumulator_zero(accumulator<L> &c) {
-    if constexpr (L::WGMMA) return;
+    if constexpr (!L::WGMMA) {
 #pragma unroll
-    for (int f = 0; f < L::MF; f++)
+        for (int f = 0; f < L::MF; f++)
 #pragma unroll
-        for (int j = 0; j < L::NT; j++)
+            for (int j = 0; j < L::NT; j++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) c.d[f][j][e] = 0.0f;
+                for (int e = 0; e < 4; e++) c.d[f][j][e] = 0.0f;
+    } else {
+        (void)c;
+    }
 }
 
 // mma.sync: acc += A_kt B_kt from stage kt % STAGES, every fragment of B read once per warp
@@ -559,9 +562,9 @@ template <typename L, typename T, bias_mode BIAS>
 __device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                      const accumulator<L> &c, const smem_tiles<L, T> &t) {
     constexpr int PASSES = L::WG_COLS / 64;
-    // (two slots stay by turns where there are two passes too: sent together, the 128 x 128
-    // tiles measured no faster, perf-notes G19)
-    constexpr bool SLOT_A_PASS = L::SLOTS == PASSES && L::SLOTS != 2;
+    // (ws_layout allows two slots or one a pass; two stay by turns where there are two passes
+    // too: sent together, the 128 x 128 tiles measured no faster, perf-notes G19)
+    constexpr bool SLOT_A_PASS = L::SLOTS != 2;
     const int l = lane_id(), q = l & 3, wg = L::consumer_wg();
     const int tid = threadIdx.x % 128, wrow = (threadIdx.x / 32 % 4) * 16;
     const T *bias = BIAS != bias_mode::none ? (const T *)a.bias + pos.group * a.bias_group : nullptr;
@@ -659,7 +662,9 @@ __device__ __forceinline__ void store_tile_staged_as(const tile_gemm_kernel_args
 template <typename L, typename T>
 __device__ __forceinline__ void store_tile_staged(const tile_gemm_kernel_args &a, const tile_pos &pos,
                                                   const accumulator<L> &c, const smem_tiles<L, T> &t) {
-    // the warpgroup's last column: a half tile's half, or the tile's last
+    // the warpgroup's end column (its first is store_tile_staged_as's cols0): a half tile's
+    // half, or the tile's (a shared helper for both moved ptxas's allocation of every 256-column
+    // kernel: kept apart until that is measured)
     const int64_t cols_end = pos.col0 + (is_half_tile<L>(a, pos) ? (L::consumer_wg() + 1) * (L::WG_COLS / 2) : L::WG_COLS);
     if (!a.bias) store_tile_staged_as<L, T, bias_mode::none>(a, pos, c, t);
     else if (cols_end <= a.n) store_tile_staged_as<L, T, bias_mode::inside>(a, pos, c, t);
