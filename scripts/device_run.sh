@@ -81,21 +81,32 @@ if [[ $steps == *" examples "* ]]; then
   done
 fi
 if [[ $steps == *" regress "* ]]; then
-  # Issue 7: record the baselines, run again on the same build (expect no regression), then with
-  # a tuning file that sends one shape to a slower variant (expect a named failure).
+  # Issue 7 (and the ops that joined the gate since): record the baselines of REGRESS_OPS, run
+  # again on the same build (expect no regression), then with a tuning file that sends one
+  # softmax and one grouped matmul shape to slower variants (expect each named as a failure).
   reps=${REGRESS_REPS:-5}
-  rs="python3 bench/regress.py --bench $D/bin/bench_softmax --repetitions $reps --filter ${REGRESS_FILTER:-softmax/(bf16|f32)/(4096x4096|8192x8192|32768x4096|1024x32768)/}"
-  rn="python3 bench/regress.py --bench $D/bin/bench_norm --repetitions $reps --filter ${REGRESS_NORM_FILTER:-(layernorm|residual_dropout_norm)/(bf16|f32)/(4096x4096|32768x4096)/}"
-  $rs --write-baseline --baseline "$OUT/sm_90.json" >"$OUT/regress.log" 2>&1
-  echo "regress softmax baseline rc=$?" | tee -a "$summary"
-  $rn --write-baseline --baseline "$OUT/sm_90_norm.json" >>"$OUT/regress.log" 2>&1
-  echo "regress norm baseline rc=$?" | tee -a "$summary"
-  $rs --baseline "$OUT/sm_90.json" >>"$OUT/regress.log" 2>&1
-  echo "regress softmax same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
-  $rn --baseline "$OUT/sm_90_norm.json" >>"$OUT/regress.log" 2>&1
-  echo "regress norm same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
-  FUSEDOPS_TUNING_FILE=bench/slowed_sm_90.tsv $rs --baseline "$OUT/sm_90.json" >"$OUT/regress_slowed.log" 2>&1
-  echo "regress slowed rc=$? $(grep -i regress "$OUT/regress_slowed.log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
+  for op in ${REGRESS_OPS:-softmax norm attention grouped_matmul}; do
+    case $op in
+      softmax) bin=bench_softmax base=sm_90.json slowed=softmax/bf16/8192x8192/
+        filter=${REGRESS_FILTER:-softmax/(bf16|f32)/(4096x4096|8192x8192|32768x4096|1024x32768)/} ;;
+      norm) bin=bench_norm base=sm_90_norm.json slowed=
+        filter=${REGRESS_NORM_FILTER:-(layernorm|residual_dropout_norm)/(bf16|f32)/(4096x4096|32768x4096)/} ;;
+      attention) bin=bench_attention base=sm_90_attention.json slowed=
+        filter='attention/bf16/(4x16x4096x128|2x16x8192x128|4x32x4096x128_kv8)/' ;;
+      grouped_matmul) bin=bench_grouped_matmul base=sm_90_grouped_matmul.json
+        slowed=grouped_matmul/bf16/8x16384x4096x14336/ filter=grouped_matmul/bf16/ ;;
+      *) echo "regress: unknown op $op" | tee -a "$summary"; continue ;;
+    esac
+    r="python3 bench/regress.py --bench $D/bin/$bin --repetitions $reps"
+    $r --filter "$filter" --write-baseline --baseline "$OUT/$base" >>"$OUT/regress.log" 2>&1
+    echo "regress $op baseline rc=$?" | tee -a "$summary"
+    $r --filter "$filter" --baseline "$OUT/$base" >>"$OUT/regress.log" 2>&1
+    echo "regress $op same build rc=$? $(tail -1 "$OUT/regress.log")" | tee -a "$summary"
+    if [[ -n $slowed ]]; then
+      FUSEDOPS_TUNING_FILE=bench/slowed_sm_90.tsv $r --filter "$slowed" --baseline "$OUT/$base" >"$OUT/regress_slowed_$op.log" 2>&1
+      echo "regress $op slowed rc=$? $(grep -i regress "$OUT/regress_slowed_$op.log" | tail -2 | tr '\n' ' ')" | tee -a "$summary"
+    fi
+  done
 fi
 if [[ $steps == *" sanitize "* ]]; then
   # Issue 9: compute-sanitizer over the GPU tests (FUSEDOPS_TEST_VARIANT narrows where slow).
