@@ -146,6 +146,34 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     return TILE_STATUS_SUCCESS;
 }
 
+/* Decode-shaped calls (fewer queries a head than the narrowest block's 64 rows) waste most of
+ * a block's rows, and each query head of a GQA group reads its key/value head again. Where the
+ * query heads of one key/value head can be read as one sequence, the call becomes one of
+ * heads_kv heads of (heads_q / heads_kv) x seqlen_q queries each: rows (head i of the group,
+ * query s) at i * seqlen_q + s, which strides describe when there is one query a head (the
+ * rows a head apart) or the heads' queries lie back to back (head stride = seqlen_q x seq
+ * stride, BHSD) in q and o alike. Every row still sees its own keys: with one query a head
+ * the causal mask (bottom-right) hides none of them, and longer queries fold only without it.
+ * The log-sum-exp layout [batch, heads_q, seqlen_q] reads the same either way. Nothing is
+ * copied; the kernels see an ordinary call (perf-notes A44). */
+static void fold_query_heads(tile_flash_attention_args *a) {
+    const int64_t ratio = a->heads_q / a->heads_kv, sq = a->seqlen_q;
+    if (ratio < 2 || a->cu_seqlens_q || sq >= 64) return;
+    const int one = sq == 1;
+    if (!one && (a->causal || a->q_head_stride != sq * a->q_seq_stride ||
+                 a->o_head_stride != sq * a->o_seq_stride))
+        return;
+    if (one) {
+        a->q_seq_stride = a->q_head_stride;
+        a->o_seq_stride = a->o_head_stride;
+        a->causal = 0;
+    }
+    a->q_head_stride *= ratio;
+    a->o_head_stride *= ratio;
+    a->heads_q = a->heads_kv;
+    a->seqlen_q = ratio * sq;
+}
+
 /* The problem as dispatch sees it: rows are the query rows of all heads (the work), cols the
  * head dimension (a variant takes heads up to its max_cols). */
 static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align) {
@@ -537,6 +565,7 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     if (s != TILE_STATUS_SUCCESS) return s;
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
+    fold_query_heads(&a);
     tile_problem p = problem_of(&a, al.bytes);
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
@@ -564,6 +593,7 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     if ((s = copy_args(fn, args, &a)) != TILE_STATUS_SUCCESS) return s;
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
+    fold_query_heads(&a);
     tile_problem p = problem_of(&a, al.bytes);
     s = tile_explain_problem(fn, &p, arch, decision);
     return tile_name_misaligned(fn, s, &al);

@@ -2,7 +2,8 @@
  * for this GPU and the dispatcher, on ragged sequence lengths (1, 17, 127, 128, 1000, 4096),
  * seqlen_q != seqlen_k with causal masking, varlen batches with empty and one-token sequences,
  * GQA ratios 1, 4 and 8, head dims from 32 to 256 (and ones between the variants' widths), BSHD,
- * BHSD and padded layouts, with the log-sum-exp output.
+ * BHSD and padded layouts, with the log-sum-exp output, and decode calls (one or a few queries
+ * a head) whose query heads the library reads as one sequence of each key/value head's.
  *
  * The error rule (as FlashAttention's own tests): the largest error of our output against the
  * float64 reference may be at most twice that of a reference computed in fp32 with P rounded
@@ -367,6 +368,14 @@ static void dispatcher_cases(void) {
             {-1, dt, 5, 8, 2, 128, 0, 0, 0, BSHD, ragged_q, ragged_k, 1, 0, seed++, 3},
             {-1, dt, 5, 8, 8, 64, 0, 0, 1, BHSD, ragged_q, ragged_k, 1, 0, seed++, 4},
             {-1, dt, 5, 4, 4, 256, 0, 0, 1, BHSD, ragged_q, ragged_k, 1, 0, seed++, 0},
+            /* decode: one query a head, or a few BHSD ones without the mask, the query heads of
+             * each key/value head read as one sequence (docs/api.md) ... */
+            {-1, dt, 4, 32, 8, 128, 1, 1000, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 16, 2, 64, 1, 513, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 8, 2, 128, 3, 700, 0, BHSD, NULL, NULL, 1, 0, seed++, 0},
+            /* ... and the few-query calls that stay as they are: causal, and BSHD */
+            {-1, dt, 2, 8, 2, 128, 3, 700, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 8, 2, 128, 3, 700, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case("dispatch", &cases[i]);
         static const int32_t dims[] = {8, 32, 40, 80, 96, 136, 160, 256};
@@ -417,6 +426,11 @@ static void variant_cases(void) {
             {i, info.dtype, 1, 1, 1, d, 1, 1, 0, BSHD, NULL, NULL, 1, 0, seed + 8, 0},
             /* a head much narrower than the variant's (zero columns past it) */
             {i, info.dtype, 2, 4, 4, d > 32 ? d / 2 - 8 : 8, 130, 257, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 9, 0},
+            /* decode, causal, padded rows: each key/value head's 4 query heads of one query
+             * run as one sequence of 4 (docs/api.md) */
+            {i, info.dtype, 3, 8, 2, d, 1, 300, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 14, 0},
+            /* 5 queries a head, BHSD, not causal: each key/value head's 8 query heads as 40 rows */
+            {i, info.dtype, 2, 16, 2, d, 5, 200, 0, BHSD, NULL, NULL, 1, 0, seed + 15, 0},
         };
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) run_case(info.name, &cases[j]);
     }
