@@ -155,10 +155,10 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
  * stride, BHSD) in q and o alike. Every row still sees its own keys: with one query a head
  * the causal mask (bottom-right) hides none of them, and longer queries fold only without it.
  * The log-sum-exp layout [batch, heads_q, seqlen_q] reads the same either way. Nothing is
- * copied; the kernels see an ordinary call (perf-notes A44). */
+ * copied; the kernels see an ordinary call (perf-notes A44), whose lengths stay 32-bit. */
 static void fold_query_heads(tile_flash_attention_args *a) {
     const int64_t ratio = a->heads_q / a->heads_kv, sq = a->seqlen_q;
-    if (ratio < 2 || a->cu_seqlens_q || sq >= 64) return;
+    if (ratio < 2 || a->cu_seqlens_q || sq >= 64 || ratio * sq > INT32_MAX) return;
     const int one = sq == 1;
     if (!one && (a->causal || a->q_head_stride != sq * a->q_seq_stride ||
                  a->o_head_stride != sq * a->o_seq_stride))

@@ -373,6 +373,7 @@ static void dispatcher_cases(void) {
             {-1, dt, 4, 32, 8, 128, 1, 1000, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 16, 2, 64, 1, 513, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BHSD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 8, 1, 128, 1, 300, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed++, 0}, /* MQA */
             /* ... and the few-query calls that stay as they are: causal, and BSHD */
             {-1, dt, 2, 8, 2, 128, 3, 700, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},

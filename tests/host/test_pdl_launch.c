@@ -205,6 +205,35 @@ static tile_flash_attention_args attention_args(tile_dtype dtype, int32_t head_d
     a.k_batch_stride = a.v_batch_stride = a.seqlen_k * a.k_seq_stride;
     return a;
 }
+/* Decode calls: 2 sequences, 16 query heads, few queries a head (BSHD unless said). */
+typedef struct decode_case {
+    const char *what;
+    int32_t heads_kv, seqlen_q, causal;
+    int q_bhsd, o_bhsd; /* q's or o's heads' queries back to back (BHSD) */
+    int folds;          /* docs/api.md, "Decode calls" */
+} decode_case;
+static const decode_case decode_cases[] = {
+    {"decode, GQA 4, causal: folded", 4, 1, 1, 0, 0, 1},
+    {"decode, MQA: folded (one key/value head)", 1, 1, 0, 0, 0, 1},
+    {"3 queries, BHSD q and o: folded", 4, 3, 0, 1, 1, 1},
+    {"3 queries, BHSD q, BSHD o: not folded", 4, 3, 0, 1, 0, 0},
+    {"3 queries, BHSD, causal: not folded", 4, 3, 1, 1, 1, 0},
+};
+#define DECODE_CASES ((int)(sizeof decode_cases / sizeof decode_cases[0]))
+static tile_flash_attention_args decode_args(tile_dtype dtype, int32_t head_dim, const decode_case *c) {
+    tile_flash_attention_args a = attention_args(dtype, head_dim, c->causal);
+    a.heads_kv = c->heads_kv;
+    a.seqlen_q = c->seqlen_q;
+    a.k_seq_stride = a.v_seq_stride = (int64_t)a.heads_kv * head_dim;
+    a.k_batch_stride = a.v_batch_stride = a.seqlen_k * a.k_seq_stride;
+    const int64_t bshd_seq = (int64_t)a.heads_q * head_dim, per_batch = a.seqlen_q * bshd_seq;
+    a.q_seq_stride = c->q_bhsd ? head_dim : bshd_seq;
+    a.q_head_stride = c->q_bhsd ? a.seqlen_q * head_dim : head_dim;
+    a.o_seq_stride = c->o_bhsd ? head_dim : bshd_seq;
+    a.o_head_stride = c->o_bhsd ? a.seqlen_q * head_dim : head_dim;
+    a.q_batch_stride = a.o_batch_stride = per_batch;
+    return a;
+}
 static int64_t attention_programs(const tile_variant_info *v, const tile_flash_attention_args *a) {
     return ceil_div(a->seqlen_q, param(v, "BLOCK_M")) * a->heads_q * a->batch;
 }
@@ -469,19 +498,24 @@ static void test_attention(void **state) {
                                          attention_programs(info, &a),
                                          causal ? GRID_ALL : GRID_ANY_CAP, attention_maps(info));
             }
-            /* One query a head (decode), causal: the 4 query heads of each key/value head are
-             * read as one sequence of 4 queries (docs/api.md), so the programs are one a key/
-             * value head of each sequence (8), not one a query head (32). */
-            tile_flash_attention_args d = attention_args(dtypes[t], (int32_t)v.max_cols, 1);
-            d.seqlen_q = 1;
-            d.q_batch_stride = d.o_batch_stride = d.q_seq_stride;
-            const fake_cuda_launch before = recorded();
-            const tile_status s = tile_flash_attention_variant(i, &d, STREAM);
-            launches += check_forced("decode, query heads folded", info, &before, s, 0,
-                                     ceil_div(d.heads_q / d.heads_kv, param(info, "BLOCK_M")) *
-                                         d.heads_kv * d.batch,
-                                     GRID_ANY_CAP, attention_maps(info));
-            tally_variant(&sum, info, launches, 3 - launches);
+            /* Decode calls (docs/api.md): where the query heads of each key/value head can be
+             * read as one sequence they are, so the programs are ceil(ratio x seqlen_q /
+             * BLOCK_M) a key/value head of each sequence, not ceil(seqlen_q / BLOCK_M) a query
+             * head. */
+            for (int c = 0; c < DECODE_CASES; c++) {
+                const decode_case *dc = &decode_cases[c];
+                const tile_flash_attention_args d = decode_args(dtypes[t], (int32_t)v.max_cols, dc);
+                const int64_t ratio = d.heads_q / d.heads_kv,
+                              programs = dc->folds ? ceil_div(ratio * d.seqlen_q, param(info, "BLOCK_M")) *
+                                                         d.heads_kv * d.batch
+                                                   : attention_programs(info, &d);
+                const fake_cuda_launch before = recorded();
+                const tile_status s = tile_flash_attention_variant(i, &d, STREAM);
+                launches += check_forced(dc->what, info, &before, s, 0, programs,
+                                         d.causal && !dc->folds ? GRID_ALL : GRID_ANY_CAP,
+                                         attention_maps(info));
+            }
+            tally_variant(&sum, info, launches, 2 + DECODE_CASES - launches);
         }
         print_tally("attention", dtypes[t], &sum);
     }
