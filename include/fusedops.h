@@ -415,7 +415,7 @@ TILE_API tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args,
  * strides must be at least the contiguous extent plus the span of the smaller ones; across
  * groups too: b_group_stride 0 only with one group), a bias_group_stride < n with a bias and
  * groups > 1, extents that overflow int64; UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for n or k
- * of 2^31 or more; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda, ldc, the B
+ * above 2^31 - 256; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda, ldc, the B
  * strides other than the unit one and bias_group_stride are multiples of 8 elements (the
  * message names the least aligned argument), or offsets is not 4-byte aligned, or workspace
  * not 8-byte aligned; otherwise as
