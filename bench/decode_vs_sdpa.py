@@ -1,0 +1,92 @@
+"""Decode-shaped attention (a few queries a sequence against long keys) against SDPA.
+
+torch.ops.fusedops.flash_attention (tile_flash_attention, BSHD) against
+F.scaled_dot_product_attention(enable_gqa=True) under each SDPA backend alone, on the same
+tensors (uniform in [-1, 1), a fixed seed), not causal. Ours is checked first against an fp32
+SDPA of the same inputs (the largest |difference| is printed). Timing as bench/vs_torch.py's
+attention (its Timer: a steady state at the power limit), the median of --rounds. Reported:
+microseconds a call and the GB/s of reading K and V once in our time (decode is bound by
+reading the key/value cache). docs/perf-notes.md, A44, has what the library does with such
+calls.
+
+    PYTHONPATH=python python3 bench/decode_vs_sdpa.py --lib build/libfusedops.so \\
+        [--shapes 1x32/8x1x8192x128,...] [--dtype bf16] [--rounds 2]
+
+A shape is B x HQ/HKV x SQ x SK x D: batch, query heads / key-value heads, queries and keys a
+sequence, head dim.
+"""
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
+
+SHAPES = ("1x32/8x1x8192x128,8x32/8x1x8192x128,64x32/8x1x4096x128,1x32/32x1x16384x128,"
+          "4x32/8x4x8192x128,16x16/16x1x2048x64")
+
+
+def parse_shape(text):
+    """'BxHQ/HKVxSQxSKxD' -> (b, hq, hkv, sq, sk, d)."""
+    b, heads, sq, sk, d = text.split("x")
+    hq, hkv = heads.split("/")
+    return int(b), int(hq), int(hkv), int(sq), int(sk), int(d)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", help="libfusedops.so (else FUSEDOPS_LIBRARY or the usual search)")
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    if args.lib:
+        os.environ["FUSEDOPS_LIBRARY"] = args.lib
+    import fusedops.torch  # noqa: F401  registers the ops
+    import vs_torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    F = torch.nn.functional
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    timer = vs_torch.Timer(3)
+    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    print(f"{'B x HQ/HKV x SQ x SK x D':26} {'K+V MB':>7} {'ours us':>8} "
+          + " ".join(f"{n:>9}" for n, _ in backends) + f" {'ours GB/s':>9}  max |ours - fp32|")
+    for shape in args.shapes.split(","):
+        b, hq, hkv, sq, sk, d = parse_shape(shape)
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q = torch.empty(b, sq, hq, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
+        k = torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
+        v = torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # BHSD views
+
+        def ours(_):
+            return torch.ops.fusedops.flash_attention(q, k, v, False)
+
+        ref = F.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
+                                             enable_gqa=True).transpose(1, 2)
+        err = (ours(0).float() - ref).abs().max().item()
+        us = {"ours": statistics.median(timer.steady_per_launch_ms(ours, 1, 8)
+                                        for _ in range(args.rounds)) * 1e3}
+        for name, backend in backends:
+            try:
+                with sdpa_kernel(backend):
+                    def peer(_):
+                        return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+                    peer(0)
+                    us[name] = statistics.median(timer.steady_per_launch_ms(peer, 1, 8)
+                                                 for _ in range(args.rounds)) * 1e3
+            except Exception:  # noqa: BLE001  the backend does not take this shape (n/a)
+                us[name] = None
+        kv_mb = 2 * b * sk * hkv * d * q.element_size() / 1e6
+        cells = " ".join(f"{us[n]:9.1f}" if us[n] is not None else f"{'n/a':>9}" for n, _ in backends)
+        print(f"{shape:26} {kv_mb:7.1f} {us['ours']:8.1f} {cells} {kv_mb / us['ours'] * 1e3:9.0f}  "
+              f"{err:.2e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
