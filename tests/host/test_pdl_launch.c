@@ -519,6 +519,19 @@ static void test_attention(void **state) {
         }
         print_tally("attention", dtypes[t], &sum);
     }
+    /* A decode call whose folded length would pass 2^31 (2^30 query heads of one key/value
+     * head, 2 queries each, BHSD) stays as it is: one program a query head. */
+    const int32_t mma = tile_variant_find("attention_bf16_d128_m64_n64_w4");
+    assert_true(mma >= 0);
+    const tile_variant_info info = variant_info(mma);
+    decode_case wide = {"2^30 query heads, 2 queries, BHSD: not folded", 1, 2, 0, 1, 1, 0};
+    tile_flash_attention_args d = decode_args(TILE_DTYPE_BF16, 128, &wide);
+    d.heads_q = 1 << 30;
+    d.batch = 1;
+    d.q_batch_stride = d.o_batch_stride = 0; /* one sequence: a lone axis */
+    const fake_cuda_launch before = recorded();
+    const tile_status s = tile_flash_attention_variant(mma, &d, STREAM);
+    check_forced(wide.what, &info, &before, s, 0, attention_programs(&info, &d), GRID_ALL, 0);
 }
 
 /* Every grouped matmul variant, f16 and bf16, on more tiles than stay resident and on a few:
