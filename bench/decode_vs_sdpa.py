@@ -4,7 +4,8 @@ torch.ops.fusedops.flash_attention (tile_flash_attention, BSHD) against
 F.scaled_dot_product_attention(enable_gqa=True) under each SDPA backend alone, on the same
 tensors (uniform in [-1, 1), a fixed seed), not causal. Ours is checked first against an fp32
 SDPA of the same inputs (the largest |difference| is printed). Timing as bench/vs_torch.py's
-attention (its Timer: a steady state at the power limit), the median of --rounds. Reported:
+attention (its Timer: a steady state at the power limit), in --rounds rounds with the
+providers' order rotated, the median of each. Reported:
 microseconds a call and the GB/s of reading K and V once in our time (decode is bound by
 reading the key/value cache). docs/perf-notes.md, A44, has what the library does with such
 calls.
@@ -15,7 +16,6 @@ calls.
 A shape is B x HQ/HKV x SQ x SK x D: batch, query heads / key-value heads, queries and keys a
 sequence, head dim.
 """
-import argparse
 import os
 import statistics
 import sys
@@ -38,24 +38,17 @@ def parse_shape(text):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", help="libfusedops.so (else FUSEDOPS_LIBRARY or the usual search)")
-    ap.add_argument("--shapes", default=SHAPES)
-    ap.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
-    ap.add_argument("--rounds", type=int, default=2)
-    args = ap.parse_args()
-    if args.lib:
-        os.environ["FUSEDOPS_LIBRARY"] = args.lib
-    import fusedops.torch  # noqa: F401  registers the ops
     import vs_torch
+    args = vs_torch.sdpa_tool_args(__doc__, SHAPES, 2).parse_args()
+    vs_torch.load_torch_ops(args.lib)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     F = torch.nn.functional
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     timer = vs_torch.Timer(3)
-    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-                ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
     print(f"{'B x HQ/HKV x SQ x SK x D':26} {'K+V MB':>7} {'ours us':>8} "
-          + " ".join(f"{n:>9}" for n, _ in backends) + f" {'ours GB/s':>9}  max |ours - fp32|")
+          + " ".join(f"{n:>9}" for n in backends) + f" {'ours GB/s':>9}  max |ours - fp32|")
     for shape in args.shapes.split(","):
         b, hq, hkv, sq, sk, d = parse_shape(shape)
         g = torch.Generator(device="cuda").manual_seed(1)
@@ -64,29 +57,28 @@ def main():
         v = torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # BHSD views
 
-        def ours(_):
+        def ours(_i):
             return torch.ops.fusedops.flash_attention(q, k, v, False)
 
         ref = F.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
                                              enable_gqa=True).transpose(1, 2)
         err = (ours(0).float() - ref).abs().max().item()
-        us = {"ours": statistics.median(timer.steady_per_launch_ms(ours, 1, 8)
-                                        for _ in range(args.rounds)) * 1e3}
-        for name, backend in backends:
-            try:
+        timed = {"ours": ours}
+        for name, backend in backends.items():
+            def peer(_i, backend=backend):
                 with sdpa_kernel(backend):
-                    def peer(_):
-                        return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
-                    peer(0)
-                    us[name] = statistics.median(timer.steady_per_launch_ms(peer, 1, 8)
-                                                 for _ in range(args.rounds)) * 1e3
+                    return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+            try:
+                peer(0)
+                timed[name] = peer
             except Exception:  # noqa: BLE001  the backend does not take this shape (n/a)
-                us[name] = None
+                pass
+        us = {name: statistics.median(ms) * 1e3
+              for name, ms in vs_torch.rotated_rounds_ms(timer, timed, args.rounds, 8).items()}
         kv_mb = 2 * b * sk * hkv * d * q.element_size() / 1e6
-        cells = " ".join(f"{us[n]:9.1f}" if us[n] is not None else f"{'n/a':>9}" for n, _ in backends)
+        cells = " ".join(f"{us[n]:9.1f}" if n in us else f"{'n/a':>9}" for n in backends)
         print(f"{shape:26} {kv_mb:7.1f} {us['ours']:8.1f} {cells} {kv_mb / us['ours'] * 1e3:9.0f}  "
               f"{err:.2e}", flush=True)
-
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,6 @@ pairs only, as for causal attention: 4 * H * D * sum(l^2) / 2.
     PYTHONPATH=python python3 bench/varlen_vs_sdpa.py --lib build/libfusedops.so \\
         [--shapes 32x16x1024x64,...] [--dtype bf16] [--seed 7] [--rounds 3]
 """
-import argparse
 import os
 import statistics
 import sys
@@ -33,17 +32,11 @@ def lengths(batch, longest, seed):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", help="libfusedops.so (else FUSEDOPS_LIBRARY or the usual search)")
-    ap.add_argument("--shapes", default="32x16x1024x64,16x16x2048x64,16x16x2048x128,64x32x512x128")
-    ap.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
-    if args.lib:
-        os.environ["FUSEDOPS_LIBRARY"] = args.lib
-    import fusedops.torch  # noqa: F401  registers the ops
     import vs_torch
+    ap = vs_torch.sdpa_tool_args(__doc__, "32x16x1024x64,16x16x2048x64,16x16x2048x128,64x32x512x128", 3)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    vs_torch.load_torch_ops(args.lib)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     F = torch.nn.functional
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
@@ -90,12 +83,7 @@ def main():
                 timed[backend] = peer
             except RuntimeError as e:
                 diffs[backend] = f"cannot run: {str(e).splitlines()[0][:80]}"
-        times = {name: [] for name in timed}
-        names = list(timed)
-        for r in range(args.rounds):
-            k0 = r % len(names)
-            for name in names[k0:] + names[:k0]:
-                times[name].append(timer.steady_per_launch_ms(timed[name], 1, 10))
+        times = vs_torch.rotated_rounds_ms(timer, timed, args.rounds, 10)
         tf = {name: flops / (statistics.median(ms) * 1e-3) / 1e12 for name, ms in times.items()}
         cells = " ".join(f"{tf[n]:.1f}" if n in tf else "-" for n in
                          ("ours", "FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"))

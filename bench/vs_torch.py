@@ -659,6 +659,39 @@ class Timer:
         return statistics.median(a.elapsed_time(b) / n for a, b in zip(events, events[1:]))
 
 
+def rotated_rounds_ms(timer, timed, rounds, batch, copies=1):
+    """{name: [per-launch ms, one a round]} of timer.steady_per_launch_ms over `rounds` rounds of
+    the providers of `timed` (name -> launch(i)), the order rotated a round: a provider always
+    timed first from idle would gain the clock (perf-notes G8). For the tools beside this one
+    (varlen_vs_sdpa.py, decode_vs_sdpa.py); record_in_rounds adds failures and clocks."""
+    names = list(timed)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names) if names else 0
+        for name in names[k:] + names[:k]:
+            times[name].append(timer.steady_per_launch_ms(timed[name], copies, batch))
+    return times
+
+
+def sdpa_tool_args(doc, shapes, rounds):
+    """The command line of a tool that sets our torch ops against SDPA (varlen_vs_sdpa.py,
+    decode_vs_sdpa.py): --lib, --shapes, --dtype, --rounds, and whatever the tool adds to the
+    parser it returns."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--lib", help="libfusedops.so (else FUSEDOPS_LIBRARY or the usual search)")
+    ap.add_argument("--shapes", default=shapes)
+    ap.add_argument("--dtype", default="bf16", choices=("bf16", "f16"))
+    ap.add_argument("--rounds", type=int, default=rounds)
+    return ap
+
+
+def load_torch_ops(lib):
+    """Registers torch.ops.fusedops from `lib` (else FUSEDOPS_LIBRARY or the usual search)."""
+    if lib:
+        os.environ["FUSEDOPS_LIBRARY"] = lib
+    import fusedops.torch  # noqa: F401  registers the ops
+
+
 def record_in_rounds(res, record, timer, timed, extras, copies, batch, rounds=COMPUTE_ROUNDS):
     """Times the providers of `timed` (name -> launch(i)) once a round, the order rotated a
     round, and records each one's median: record(name, ms, rounds_ms=..., **extras[name]).
