@@ -3,9 +3,11 @@
 torch.ops.fusedops.flash_attention (tile_flash_attention, BSHD) against
 F.scaled_dot_product_attention(enable_gqa=True) under each SDPA backend alone, on the same
 tensors (uniform in [-1, 1), a fixed seed), not causal. Ours is checked first against an fp32
-SDPA of the same inputs (the largest |difference| is printed). Timing as bench/vs_torch.py's
-attention (its Timer: a steady state at the power limit), in --rounds rounds with the
-providers' order rotated, the median of each. Reported:
+SDPA of the same inputs (the largest |difference| is printed). Timing by bench/vs_torch.py's
+Timer.per_launch_ms (the GPU waits while the host enqueues a batch: these kernels are shorter
+than a launch from Python, so back to back they would time the host), over enough copies of K
+and V (rotated a launch) that they do not stay in L2, in --rounds rounds with the providers'
+order rotated, the median of each. Reported:
 microseconds a call and the GB/s of reading K and V once in our time (decode is bound by
 reading the key/value cache). docs/perf-notes.md, A44, has what the library does with such
 calls.
@@ -26,6 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 
+# K and V bytes the copies span at least: past the L2 (50 or 60 MiB), so each launch reads its
+# cache from DRAM as a server's decode step does.
+L2_FLUSH_MB = 200
 SHAPES = ("1x32/8x1x8192x128,8x32/8x1x8192x128,64x32/8x1x4096x128,1x32/32x1x16384x128,"
           "4x32/8x4x8192x128,16x16/16x1x2048x64")
 
@@ -52,30 +57,35 @@ def main():
     for shape in args.shapes.split(","):
         b, hq, hkv, sq, sk, d = parse_shape(shape)
         g = torch.Generator(device="cuda").manual_seed(1)
+        kv_mb = 2 * b * sk * hkv * d * torch.empty(0, dtype=dtype).element_size() / 1e6
+        copies = max(1, -(-L2_FLUSH_MB // int(kv_mb + 1)))
         q = torch.empty(b, sq, hq, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
-        k = torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
-        v = torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
-        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # BHSD views
+        ks = [torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
+              for _ in range(copies)]
+        vs = [torch.empty(b, sk, hkv, d, device="cuda").uniform_(-1, 1, generator=g).to(dtype)
+              for _ in range(copies)]
+        qt = q.transpose(1, 2)  # BHSD views
+        kts, vts = [k.transpose(1, 2) for k in ks], [v.transpose(1, 2) for v in vs]
 
-        def ours(_i):
-            return torch.ops.fusedops.flash_attention(q, k, v, False)
+        def ours(i):
+            return torch.ops.fusedops.flash_attention(q, ks[i], vs[i], False)
 
-        ref = F.scaled_dot_product_attention(qt.float(), kt.float(), vt.float(),
+        ref = F.scaled_dot_product_attention(qt.float(), kts[0].float(), vts[0].float(),
                                              enable_gqa=True).transpose(1, 2)
         err = (ours(0).float() - ref).abs().max().item()
         timed = {"ours": ours}
         for name, backend in backends.items():
-            def peer(_i, backend=backend):
+            def peer(i, backend=backend):
                 with sdpa_kernel(backend):
-                    return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+                    return F.scaled_dot_product_attention(qt, kts[i], vts[i], enable_gqa=True)
             try:
                 peer(0)
                 timed[name] = peer
             except Exception:  # noqa: BLE001  the backend does not take this shape (n/a)
                 pass
         us = {name: statistics.median(ms) * 1e3
-              for name, ms in vs_torch.rotated_rounds_ms(timer, timed, args.rounds, 8).items()}
-        kv_mb = 2 * b * sk * hkv * d * q.element_size() / 1e6
+              for name, ms in vs_torch.rotated_rounds_ms(timer, timed, args.rounds, 16, copies,
+                                                         steady=False).items()}
         cells = " ".join(f"{us[n]:9.1f}" if n in us else f"{'n/a':>9}" for n in backends)
         print(f"{shape:26} {kv_mb:7.1f} {us['ours']:8.1f} {cells} {kv_mb / us['ours'] * 1e3:9.0f}  "
               f"{err:.2e}", flush=True)

@@ -659,17 +659,21 @@ class Timer:
         return statistics.median(a.elapsed_time(b) / n for a, b in zip(events, events[1:]))
 
 
-def rotated_rounds_ms(timer, timed, rounds, batch, copies=1):
+def rotated_rounds_ms(timer, timed, rounds, batch, copies=1, steady=True):
     """{name: [per-launch ms, one a round]} of timer.steady_per_launch_ms over `rounds` rounds of
     the providers of `timed` (name -> launch(i)), the order rotated a round: a provider always
     timed first from idle would gain the clock (perf-notes G8). For the tools beside this one
-    (varlen_vs_sdpa.py, decode_vs_sdpa.py); record_in_rounds adds failures and clocks."""
+    (varlen_vs_sdpa.py, decode_vs_sdpa.py); record_in_rounds adds failures and clocks.
+    steady=False times by timer.per_launch_ms instead: the GPU waits while the host enqueues
+    each batch, for kernels shorter than a launch from Python (decode), which back to back
+    would time the host."""
     names = list(timed)
     times = {name: [] for name in names}
+    per_launch = timer.steady_per_launch_ms if steady else timer.per_launch_ms
     for r in range(rounds):
         k = r % len(names) if names else 0
         for name in names[k:] + names[:k]:
-            times[name].append(timer.steady_per_launch_ms(timed[name], copies, batch))
+            times[name].append(per_launch(timed[name], copies, batch))
     return times
 
 

@@ -897,8 +897,7 @@ static int bench_attention(const options *o) {
     const CUdeviceptr v = upload_random(&gpu, dtype, (size_t)nk, 13, -1.0f, 1.0f);
     SUPPORT_CHECK(&gpu, gpu.drv->cuMemAlloc(&out, (size_t)nq * support_dtype_size(dtype)));
     tile_flash_attention_args a;
-    const CUdeviceptr workspace =
-        support_zeroed_workspace(&gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
+    CUdeviceptr workspace = 0;
     /* --varlen: the sequences' ends, of equal lengths; --ragged: of drawn ones */
     CUdeviceptr cu[2] = {0, 0};
     int64_t longest = 0, tokens[2] = {0, 0};
@@ -931,7 +930,14 @@ static int bench_attention(const options *o) {
         a.seqlen_q = a.seqlen_k = longest;
         a.total_q = tokens[0], a.total_k = tokens[1];
     }
-    if (!o->fixed_schedule) a.workspace = DEVICE_PTR(workspace);
+    if (!o->fixed_schedule) { /* all the call can use (decode: its key splits too) */
+        size_t bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+        if (tile_flash_attention_workspace_size(&a, &bytes) != TILE_STATUS_SUCCESS)
+            bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES; /* (the call reports what is wrong) */
+        workspace = support_zeroed_workspace(&gpu, bytes);
+        a.workspace = DEVICE_PTR(workspace);
+        a.workspace_bytes = bytes;
+    }
     const double flops = o->varlen == 2
                              ? 4.0 * (double)o->dims[1] * (double)o->dims[3] * pairs * (o->causal ? 0.5 : 1.0)
                              : 4.0 * nq * (double)sk * (o->causal ? 0.5 : 1.0);

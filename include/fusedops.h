@@ -21,8 +21,8 @@ extern "C" {
 #endif
 
 #define TILE_VERSION_MAJOR 0
-#define TILE_VERSION_MINOR 8
-#define TILE_VERSION_PATCH 1
+#define TILE_VERSION_MINOR 9
+#define TILE_VERSION_PATCH 0
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
 
@@ -314,18 +314,35 @@ typedef struct tile_flash_attention_args {
     float *lse;               /* NULL, or fp32 log-sum-exp (natural log) per (head, query):
                                  fixed lengths [batch, heads_q, seqlen_q], varlen
                                  [heads_q, total_q] */
-    /* Since 0.8.0 (a smaller struct_size reads as NULL): NULL, or device memory of at least
-     * TILE_FLASH_ATTENTION_WORKSPACE_BYTES, 8-byte aligned, zeroed once by the caller before
-     * its first call; every call leaves it zeroed. On Hopper the programs of the
-     * warp-specialized head-dim-64 variants of 128-row blocks then take query blocks from a
-     * counter in it as they finish, not in a fixed order; other variants leave it untouched.
-     * Calls that share a workspace must not run at the same time (one stream, or one call in
-     * flight). */
+    /* Since 0.8.0 (a smaller struct_size reads as NULL): NULL, or device memory of
+     * workspace_bytes, 8-byte aligned, zeroed whole once by the caller before its first call;
+     * every call leaves zeroed what it counts in (the first
+     * TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES, whatever the shapes), and past them keeps
+     * only scratch. On Hopper the programs of the warp-specialized head-dim-64 variants of
+     * 128-row blocks then take query blocks from a counter in it as they finish, not in a
+     * fixed order; where it is large enough (tile_flash_attention_workspace_size), a
+     * fixed-length call of too few query blocks to fill the GPU splits the keys over more
+     * programs and combines their shares in the workspace (decode). Other variants and calls
+     * leave it untouched. Calls that share a workspace must not run at the same time (one
+     * stream, or one call in flight). */
     void *workspace;
+    /* Since 0.9.0 (a smaller struct_size reads as 0): the bytes of workspace; 0 means
+     * TILE_FLASH_ATTENTION_WORKSPACE_BYTES. Must be 0 without a workspace. */
+    size_t workspace_bytes;
 } tile_flash_attention_args;
 
-/* Bytes of tile_flash_attention_args.workspace. */
+/* Bytes of a workspace that holds the block counter alone (no split of the keys). */
 #define TILE_FLASH_ATTENTION_WORKSPACE_BYTES 64
+/* The workspace's leading bytes that every call leaves zeroed (its counters). Since 0.9.0. */
+#define TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES 4160
+
+/* Sets *bytes to the workspace that a call of *args can use in full: at least
+ * TILE_FLASH_ATTENTION_WORKSPACE_BYTES, more where the call may split its keys over programs
+ * (the same on any GPU; a call given less splits less, or not at all). *args is validated as by
+ * tile_flash_attention_explain, its workspace and workspace_bytes aside; *bytes is untouched on
+ * failure. Since 0.9.0. */
+TILE_API tile_status tile_flash_attention_workspace_size(const tile_flash_attention_args *args,
+                                                         size_t *bytes);
 
 /* Zeroes *args (struct_size bytes of it, the caller's sizeof) and sets args->struct_size.
  * INVALID_ARGUMENT for a NULL args or a struct_size smaller than version 1's struct. */
@@ -343,7 +360,8 @@ TILE_API tile_status tile_flash_attention_init(tile_flash_attention_args *args,
  * [8, 256]; MISALIGNED unless every pointer is 16-byte aligned and every stride a multiple of
  * 8 elements (16 bytes) (the message names the least aligned argument), or a pointer is not
  * aligned to its element (lse, cu_seqlens: 4 bytes), or workspace not 8-byte aligned;
- * otherwise as tile_softmax.
+ * INVALID_ARGUMENT for a workspace_bytes without a workspace or under
+ * TILE_FLASH_ATTENTION_WORKSPACE_BYTES; otherwise as tile_softmax.
  */
 TILE_API tile_status tile_flash_attention(const tile_flash_attention_args *args,
                                           tile_stream stream);

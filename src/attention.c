@@ -143,7 +143,58 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
         return tile_fail(TILE_STATUS_MISALIGNED,
                          "%s: workspace (%p) is not 8-byte aligned (its block counter is 64-bit)",
                          fn, a->workspace);
+    if (a->workspace_bytes && !a->workspace)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: workspace_bytes is %zu but workspace is NULL; give 0 without one", fn,
+                         a->workspace_bytes);
+    if (a->workspace_bytes && a->workspace_bytes < TILE_FLASH_ATTENTION_WORKSPACE_BYTES)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: workspace_bytes is %zu; it must be 0 or at least %d "
+                         "(TILE_FLASH_ATTENTION_WORKSPACE_BYTES)",
+                         fn, a->workspace_bytes, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
     return TILE_STATUS_SUCCESS;
+}
+
+/* Splits of the keys (perf-notes A45). A fixed-length call of fewer query blocks than the GPU
+ * has programs at once (decode: a few queries a head against a long cache) leaves SMs idle and
+ * walks every key in one program a block. Split s of a block then reads keys s x split_keys
+ * onwards, and the block's last split to finish combines the splits' shares (fp32 O / sum and
+ * log-sum-exp each) in the workspace: after the counters (one a block, at fixed offsets, so a
+ * workspace zeroed once stays valid for every shape), the shares' log-sum-exps, then their O.
+ * - SPLIT_MAX: a warp's lane holds each split's log-sum-exp in the combine;
+ * - SPLIT_MIN_KEYS: a split's keys at least, so its fixed costs (Q's load, the pipeline's fill,
+ *   its share's store) stay under its key tiles' work;
+ * - SPLIT_COUNTERS: blocks (of 64 rows) a split call may have: the counters' room;
+ * - SPLIT_PROGRAMS: programs the size bound aims at (four a 132-SM GPU's SM): a call's own
+ *   split count comes from its variant's resident programs (launch). */
+#define SPLIT_MAX 32
+#define SPLIT_MIN_KEYS 256
+#define SPLIT_COUNTERS 1024
+#define SPLIT_PROGRAMS 528
+#define SPLIT_COUNTERS_OFFSET TILE_FLASH_ATTENTION_WORKSPACE_BYTES
+#define SPLIT_SHARES_OFFSET TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES
+_Static_assert(SPLIT_SHARES_OFFSET == SPLIT_COUNTERS_OFFSET + 4 * SPLIT_COUNTERS,
+               "the counters end where the shares begin");
+
+/* The splits a (folded) call may take at most, on any GPU: 1 where it takes none (varlen, or
+ * too many blocks or too few keys). */
+static int64_t split_limit(const tile_flash_attention_args *a) {
+    if (a->cu_seqlens_q || a->seqlen_q < 1) return 1;
+    const int64_t blocks = (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
+    if (blocks > SPLIT_COUNTERS) return 1;
+    int64_t n = a->seqlen_k / SPLIT_MIN_KEYS;
+    const int64_t fill = (SPLIT_PROGRAMS + blocks - 1) / blocks;
+    if (n > fill) n = fill;
+    return n > SPLIT_MAX ? SPLIT_MAX : n < 1 ? 1 : n;
+}
+
+/* Bytes of the workspace a call of `splits` splits uses (0 for none); the shares' rows are the
+ * folded call's (batch x heads_q x seqlen_q, the same rows as the caller's). */
+static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
+    if (splits < 2) return 0;
+    const int64_t rows = splits * a->batch * a->heads_q * a->seqlen_q; /* <= 2^35 (check_args) */
+    const int64_t lse_floats = (rows + 3) / 4 * 4; /* the O shares start 16-byte aligned */
+    return SPLIT_SHARES_OFFSET + (size_t)(lse_floats + rows * a->head_dim) * sizeof(float);
 }
 
 /* Decode-shaped calls (fewer queries a head than the narrowest block's 64 rows) waste most of
@@ -487,6 +538,31 @@ double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t
     return on_grid > 0.0 && on_call > 0.0 ? on_call / on_grid : 0.0;
 }
 
+/* How launch splits a call's keys: `splits` of split_keys keys each (1: no split). */
+typedef struct key_split {
+    int64_t splits, split_keys;
+} key_split;
+
+/* The split of a call on v (one program a block; perf-notes A45): as many splits as fill the
+ * device's resident programs of v in one wave, within split_limit and the caller's workspace,
+ * each a whole number of v's key tiles. */
+static key_split split_of(const tile_device *device, int32_t variant,
+                          const tile_flash_attention_args *a, int64_t m_blocks) {
+    const tile_variant *v = &tile_registry[variant];
+    key_split none = {1, a->seqlen_k};
+    const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    if (v->persistent || !a->workspace || room < SPLIT_SHARES_OFFSET) return none;
+    const int64_t blocks = (int64_t)a->batch * a->heads_q * m_blocks;
+    int64_t n = tile_resident_programs(device, variant) / blocks;
+    const int64_t limit = split_limit(a);
+    if (n > limit) n = limit;
+    while (n >= 2 && split_bytes(a, n) > room) n--;
+    if (n < 2) return none;
+    const int64_t block_n = tile_variant_param(v, "BLOCK_N");
+    const int64_t keys = ((a->seqlen_k + n - 1) / n + block_n - 1) / block_n * block_n;
+    return (key_split){(a->seqlen_k + keys - 1) / keys, keys}; /* none of them empty */
+}
+
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
                           const tile_flash_attention_args *a, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
@@ -494,7 +570,9 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     const int varlen = a->cu_seqlens_q != NULL;
     const float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->head_dim);
     const int64_t m_blocks = (a->seqlen_q + v->rows_per_program - 1) / v->rows_per_program;
-    const int64_t pairs = (int64_t)a->batch * a->heads_q;
+    const key_split split = split_of(device, variant, a, m_blocks);
+    /* the walk's batches: (batch, split) pairs */
+    const int64_t pairs = (int64_t)a->batch * split.splits * a->heads_q;
     const int32_t head_group = (int32_t)heads_a_group(a->dtype, a->head_dim, a->seqlen_k, a->causal,
                                                       pairs);
     const int64_t units = pairs * ((m_blocks + 1) / 2); /* of a paired walk: two blocks each */
@@ -528,7 +606,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .o_head = a->o_head_stride,
         .lse_batch = varlen ? 0 : (int64_t)a->heads_q * a->seqlen_q,
         .lse_head = varlen ? a->total_q : a->seqlen_q,
-        .batch = a->batch,
+        .batch = (int32_t)(a->batch * split.splits),
         .heads_q = a->heads_q,
         .heads_kv = a->heads_kv,
         .head_dim = a->head_dim,
@@ -547,7 +625,16 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
         .block_counter = counted ? a->workspace : NULL,
+        .splits = (int32_t)split.splits,
+        .split_keys = (int32_t)split.split_keys,
     };
+    if (split.splits > 1) {
+        unsigned char *ws = a->workspace;
+        const int64_t rows = split.splits * a->batch * a->heads_q * a->seqlen_q;
+        k.split_counters = (unsigned *)(ws + SPLIT_COUNTERS_OFFSET);
+        k.split_lse = (float *)(ws + SPLIT_SHARES_OFFSET);
+        k.split_o = k.split_lse + (rows + 3) / 4 * 4;
+    }
     if (tile_variant_uses_tensor_maps(v)) {
         const tile_status s = encode_maps(fn, v, a, &k);
         if (s != TILE_STATUS_SUCCESS) return s;
@@ -581,6 +668,24 @@ tile_status tile_flash_attention(const tile_flash_attention_args *args, tile_str
 tile_status tile_flash_attention_variant(int32_t variant, const tile_flash_attention_args *args,
                                          tile_stream stream) {
     return run("tile_flash_attention_variant", 1, variant, args, stream);
+}
+
+tile_status tile_flash_attention_workspace_size(const tile_flash_attention_args *args,
+                                                size_t *bytes) {
+    static const char fn[] = "tile_flash_attention_workspace_size";
+    tile_begin_call();
+    if (!bytes) return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: bytes is NULL", fn);
+    tile_flash_attention_args a;
+    tile_status s = copy_args(fn, args, &a);
+    if (s != TILE_STATUS_SUCCESS) return s;
+    a.workspace = NULL; /* not this function's to check */
+    a.workspace_bytes = 0;
+    tile_alignment al;
+    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return tile_name_misaligned(fn, s, &al);
+    fold_query_heads(&a);
+    const size_t split = split_bytes(&a, split_limit(&a));
+    *bytes = split > TILE_FLASH_ATTENTION_WORKSPACE_BYTES ? split : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    return TILE_STATUS_SUCCESS;
 }
 
 tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, int32_t arch,

@@ -844,8 +844,6 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
         SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bcq, cu_q, cu_bytes));
         SUPPORT_CHECK(gpu, drv->cuMemcpyHtoD(bck, cu_k, cu_bytes));
     }
-    const CUdeviceptr bws =
-        c->fixed_schedule ? 0 : support_zeroed_workspace(gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
 #define DP(p) ((void *)(uintptr_t)(p))
     p->args = (tile_flash_attention_args){
         .struct_size = sizeof p->args, .dtype = dt, .batch = nb, .heads_q = c->heads_q,
@@ -857,7 +855,14 @@ void support_attention_setup(const support_gpu *gpu, const support_attention_cas
         .o_batch_stride = so[0], .o_seq_stride = so[1], .o_head_stride = so[2],
         .cu_seqlens_q = c->varlen ? DP(bcq) : NULL, .cu_seqlens_k = c->varlen ? DP(bck) : NULL,
         .total_q = c->varlen ? tq : 0, .total_k = c->varlen ? tk : 0,
-        .lse = c->lse ? DP(blse) : NULL, .workspace = DP(bws)}; /* 0: NULL, the fixed walk */
+        .lse = c->lse ? DP(blse) : NULL};
+    /* A workspace (none: the fixed walk) of all the call can use (its key splits too), zeroed */
+    size_t ws_bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    if (!c->fixed_schedule && tile_flash_attention_workspace_size(&p->args, &ws_bytes))
+        ws_bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES; /* (the call reports what is wrong) */
+    const CUdeviceptr bws = c->fixed_schedule ? 0 : support_zeroed_workspace(gpu, ws_bytes);
+    p->args.workspace = DP(bws);
+    p->args.workspace_bytes = c->fixed_schedule ? 0 : ws_bytes;
 #undef DP
     p->q = q, p->k = k, p->v = v;
     p->cu_q = cu_q, p->cu_k = cu_k;
@@ -925,8 +930,11 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         const double work = (double)rows * (double)c->seqlen_k * hd;
         const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
         int64_t row = 0;
-        bad = support_workspace_not_zeroed(gpu, a.workspace, TILE_FLASH_ATTENTION_WORKSPACE_BYTES,
-                                           label);
+        /* the counters stay zeroed; past them the key splits' shares are scratch */
+        const size_t counted = a.workspace_bytes < TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES
+                                   ? a.workspace_bytes
+                                   : TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES;
+        bad = support_workspace_not_zeroed(gpu, a.workspace, counted, label);
         for (int32_t b = 0; b < nb; b++)
             for (int32_t h = 0; h < c->heads_q; h++) {
                 const int64_t len = cu_q[b + 1] - cu_q[b];

@@ -61,6 +61,7 @@ struct block {
     int32_t m0;               // first query row of the block
     int32_t n_end;            // key tiles to visit: [0, n_end)
     int32_t diagonal;         // causal offset seq_k - seq_q: key j sees query i iff j <= i + diagonal
+    int32_t split;            // a.splits > 1: which share of the keys (from k_start, seq_k of them)
     bool empty;               // no query row of this block exists
 };
 
@@ -112,6 +113,12 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     k.b = (int32_t)walk_divide<L>(pair, a.heads_q_div);
     k.h = (int32_t)(pair - (uint32_t)k.b * (uint32_t)a.heads_q);
     k.hk = (int32_t)walk_divide<L>((uint32_t)k.h, a.heads_per_kv);
+    k.split = 0;
+    if (a.splits > 1) { // the walk's batches are (batch, split) pairs, splits fastest
+        const int32_t b = k.b / a.splits;
+        k.split = k.b - b * a.splits;
+        k.b = b;
+    }
     if (a.cu_seqlens_q) {
         k.q_start = a.cu_seqlens_q[k.b];
         k.seq_q = a.cu_seqlens_q[k.b + 1] - (int32_t)k.q_start;
@@ -125,6 +132,12 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     k.m0 = mb * L::BLOCK_M;
     k.empty = none || k.m0 >= k.seq_q;
     k.diagonal = k.seq_k - k.seq_q;
+    if (a.splits > 1) { // fixed lengths (the host's rule): keys from the split's first, in
+                        // its own numbering, so the diagonal moves back by as many
+        k.k_start = (int64_t)k.split * a.split_keys;
+        k.diagonal -= (int32_t)k.k_start;
+        k.seq_k = min(a.split_keys, k.seq_k - (int32_t)k.k_start);
+    }
     int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
     if (a.causal) {
         const int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1;
@@ -414,10 +427,12 @@ __device__ __forceinline__ void pv(state<L> &st, const scores<L> &P, const T *v_
 }
 
 // The rows' totals: 1 / sum of exp per row into inv (0 for a row that sees no key, whose output
-// is 0), and lse (natural log) per row where asked: -inf for such a row.
+// is 0), and where lse_rows is given (element `row` of the block's (batch, head)) the log-sum-exp
+// (natural log) per row: -inf for such a row.
 template <typename L>
 __device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a, const block &k,
-                                            const state<L> &st, float (&inv)[L::MF][2]) {
+                                            const state<L> &st, float *lse_rows,
+                                            float (&inv)[L::MF][2]) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
@@ -428,13 +443,93 @@ __device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a,
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             inv[f][r] = sum > 0.0f ? 1.0f / sum : 0.0f;
             const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
-            if (a.lse && t == 0 && row < k.seq_q) {
-                const float lse =
-                    sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
-                a.lse[(a.cu_seqlens_q ? 0 : (int64_t)k.b * a.lse_batch) +
-                      (int64_t)k.h * a.lse_head + k.q_start + row] = lse;
-            }
+            if (lse_rows && t == 0 && row < k.seq_q)
+                lse_rows[row] = sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
         }
+}
+// The caller's log-sum-exp of block k's (batch, head), by row, or nullptr.
+__device__ __forceinline__ float *lse_of(const tile_attention_kernel_args &a, const block &k) {
+    if (!a.lse) return nullptr;
+    return a.lse + (a.cu_seqlens_q ? 0 : (int64_t)k.b * a.lse_batch) + (int64_t)k.h * a.lse_head +
+           k.q_start;
+}
+// The caller's output of block k's (batch, head), by row (a.o_seq apart).
+template <typename T>
+__device__ __forceinline__ T *out_of(const tile_attention_kernel_args &a, const block &k) {
+    return (T *)a.o + (a.cu_seqlens_q ? k.q_start * a.o_seq : (int64_t)k.b * a.o_batch) +
+           (int64_t)k.h * a.o_head;
+}
+
+// A key split's share (a.splits > 1: fixed lengths, one program a block; perf-notes A45): the
+// block's O / sum over its keys in fp32 and their log-sum-exp go to the caller's workspace, then
+// the last of the block's splits to count itself in combines them all. Split s of row i weighs
+// exp(lse_s - lse) with lse = log sum_s exp(lse_s) (a split whose keys the row sees none of:
+// -inf, weight 0), and that split zeroes the block's counter again for the next call.
+// Splits are at most 32: a lane holds each one's log-sum-exp.
+template <typename L, typename T>
+__device__ __forceinline__ void store_split(const tile_attention_kernel_args &a, const block &k,
+                                            const state<L> &st) {
+    const int l = lane_id(), g = l >> 2, t = l & 3;
+    const int64_t unit = (int64_t)k.b * a.heads_q + k.h; // (batch, head), of the real batch
+    const int64_t rows_a_split = (int64_t)(a.batch / a.splits) * a.heads_q * a.seqlen_q;
+    const int64_t first = unit * a.seqlen_q;             // the unit's row 0 in a split's rows
+    float inv[L::MF][2];
+    finish_rows<L>(a, k, st, a.split_lse + k.split * rows_a_split + first, inv);
+    float *part = a.split_o + (k.split * rows_a_split + first) * a.head_dim;
+#pragma unroll
+    for (int f = 0; f < L::MF; f++)
+#pragma unroll
+        for (int d = 0; d < L::D_TILES; d++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8, col = d * 8 + 2 * t;
+                if (row < k.seq_q && col < a.head_dim)
+                    *reinterpret_cast<float2 *>(part + (int64_t)row * a.head_dim + col) =
+                        make_float2(st.o[f][d][2 * r] * inv[f][r], st.o[f][d][2 * r + 1] * inv[f][r]);
+            }
+    __shared__ int last_split;
+    __threadfence(); // this split's shares are visible before it counts itself in
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *counter = a.split_counters + unit * a.m_blocks + k.m0 / L::BLOCK_M;
+        last_split = atomicAdd(counter, 1u) == (unsigned)a.splits - 1;
+        if (last_split) *counter = 0;
+    }
+    __syncthreads();
+    if (!last_split) return;
+    __threadfence(); // every split counted in before: their shares are read from L2 (ld.cg)
+    T *out = out_of<T>(a, k);
+    float *lse_rows = lse_of(a, k);
+    const int32_t end = min(k.m0 + L::BLOCK_M, k.seq_q);
+    for (int32_t row = k.m0 + (int32_t)(threadIdx.x / 32); row < end; row += L::THREADS / 32) {
+        const float share_lse =
+            l < a.splits ? __ldcg(a.split_lse + l * rows_a_split + first + row) : -__builtin_huge_valf();
+        float top = share_lse;
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, m));
+        const float weight = top == -__builtin_huge_valf() ? 0.0f : __expf(share_lse - top);
+        float total = weight;
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) total += __shfl_xor_sync(0xffffffffu, total, m);
+        const float scale = total > 0.0f ? 1.0f / total : 0.0f;
+        for (int32_t c0 = 0; c0 < a.head_dim; c0 += 64) { // (uniform: every lane shuffles)
+            const int32_t c = c0 + 2 * l;                 // a lane's two columns
+            float2 sum = make_float2(0.0f, 0.0f);
+            for (int32_t s = 0; s < a.splits; s++) {
+                const float w = __shfl_sync(0xffffffffu, weight, s);
+                if (c < a.head_dim) {
+                    const float2 x = __ldcg(reinterpret_cast<const float2 *>(
+                        a.split_o + (s * rows_a_split + first + row) * a.head_dim + c));
+                    sum.x += w * x.x, sum.y += w * x.y;
+                }
+            }
+            if (c < a.head_dim)
+                *reinterpret_cast<uint32_t *>(out + (int64_t)row * a.o_seq + c) =
+                    mma_type<T>::pack(sum.x * scale, sum.y * scale);
+        }
+        if (lse_rows && l == 0)
+            lse_rows[row] = total > 0.0f ? top + __logf(total) : -__builtin_huge_valf();
+    }
 }
 
 // O / sum, written through shared memory (the warp's own rows of the Q tile) as 16-byte row
@@ -442,9 +537,10 @@ __device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a,
 template <typename L, typename T>
 __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const block &k,
                                       state<L> &st, T *q_smem) {
+    if (a.splits > 1) return store_split<L, T>(a, k, st);
     const int l = lane_id(), g = l >> 2, t = l & 3;
     float inv[L::MF][2];
-    finish_rows<L>(a, k, st, inv);
+    finish_rows<L>(a, k, st, lse_of(a, k), inv);
     // mma.sync path: the warp's last reads of its own Q rows are done. wgmma path: the staging
     // spans other warps' Q rows; it is free because a program barrier follows every warp's
     // last Q K^T wait (the loop's last copy wait, or the one before the loop).
@@ -461,8 +557,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
                                               d * 8 + 2 * t) = packed;
             }
     __syncthreads();
-    T *out = (T *)a.o + (a.cu_seqlens_q ? 0 : (int64_t)k.b * a.o_batch) + k.q_start * a.o_seq +
-             (int64_t)k.h * a.o_head;
+    T *out = out_of<T>(a, k);
     const int chunks_valid = a.head_dim / 8;
 #pragma unroll
     for (int i = threadIdx.x; i < L::BLOCK_M * L::CHUNKS; i += L::THREADS) {
@@ -782,6 +877,7 @@ __device__ __forceinline__ bool ws_block_handed(ws_rings<L> &r, block &k) {
     k.q_start = k.k_start = 0; // (varlen: ws_store reads the first token)
     k.seq_q = __shfl_sync(0xffffffffu, seq_q, 0), k.seq_k = __shfl_sync(0xffffffffu, seq_k, 0);
     k.diagonal = k.seq_k - k.seq_q;
+    k.split = 0;
     k.empty = false;
     return k.n_end >= 0;
 }
@@ -1004,7 +1100,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
     if constexpr (L::HANDED)
         if (a.cu_seqlens_q) k.q_start = __ldg(a.cu_seqlens_q + k.b);
     float inv[L::MF][2];
-    finish_rows<L>(a, k, st, inv);
+    finish_rows<L>(a, k, st, lse_of(a, k), inv);
     unsigned char *tile = reinterpret_cast<unsigned char *>(t.q) + L::STAGING_OFFSET;
     // Not where blocks are handed over: there the store by map measured 4% slower (perf-notes
     // A32), so that kernel keeps the threads' store, compiled as before.
@@ -1040,8 +1136,7 @@ __device__ __forceinline__ void ws_store(const tile_attention_kernel_args &a, co
             return;
         }
     warpgroup_sync(1 + wg);
-    T *out = (T *)a.o + (a.cu_seqlens_q ? k.q_start * a.o_seq : (int64_t)k.b * a.o_batch) +
-             (int64_t)k.h * a.o_head;
+    T *out = out_of<T>(a, k);
     const int chunks_valid = a.head_dim / 8;
 #pragma unroll
     for (int i = threadIdx.x % 128; i < 64 * L::CHUNKS; i += 128) {

@@ -66,7 +66,8 @@ class FlashAttentionArgs(ctypes.Structure):
                 ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
                 ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
                 ("lse", ctypes.c_void_p),
-                ("workspace", ctypes.c_void_p)]  # since 0.8.0; NULL keeps the fixed walk
+                ("workspace", ctypes.c_void_p),  # since 0.8.0; NULL keeps the fixed walk
+                ("workspace_bytes", ctypes.c_size_t)]  # since 0.9.0; 0 reads as 64
 
 
 class GroupedMatmulArgs(ctypes.Structure):
@@ -89,9 +90,12 @@ class GroupedMatmulArgs(ctypes.Structure):
 # GroupedMatmulArgs.workspace.
 GROUPED_MATMUL_WORKSPACE_BYTES = 64
 
-# TILE_FLASH_ATTENTION_WORKSPACE_BYTES (include/fusedops.h, since 0.8.0): the bytes of
-# FlashAttentionArgs.workspace.
+# TILE_FLASH_ATTENTION_WORKSPACE_BYTES (include/fusedops.h, since 0.8.0): the bytes of a
+# FlashAttentionArgs.workspace that holds the block counter alone; a call may use more
+# (tile_flash_attention_workspace_size, since 0.9.0), of which the first
+# FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES stay zeroed.
 FLASH_ATTENTION_WORKSPACE_BYTES = 64
+FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES = 4160
 
 
 def set_strides(args, name, t):
@@ -150,6 +154,10 @@ def library():
         if f is None:  # a library older than these ops: only their calls fail
             continue
         f.argtypes = argtypes
+        f.restype = ctypes.c_int
+    f = getattr(lib, "tile_flash_attention_workspace_size", None)  # since 0.9.0
+    if f is not None:
+        f.argtypes = [ctypes.POINTER(FlashAttentionArgs), ctypes.POINTER(ctypes.c_size_t)]
         f.restype = ctypes.c_int
     lib.tile_status_string.argtypes = [ctypes.c_int]
     lib.tile_status_string.restype = ctypes.c_char_p

@@ -197,10 +197,11 @@ def _check_input(x: torch.Tensor, name: str):
         raise ValueError(f"fusedops.{name}: x is empty")
 
 
-# The counter workspaces of attention and the grouped matmul (the workspace fields of
+# The workspaces of attention and the grouped matmul (the workspace fields of
 # tile_flash_attention_args and tile_grouped_matmul_args), one per (op, device index, stream
-# handle): every call leaves its workspace zeroed and calls on one stream never overlap, so a
-# stream's calls of an op share one, zeroed once when it is made.
+# handle): every call leaves its workspace's counters zeroed and calls on one stream never
+# overlap, so a stream's calls of an op share one, zeroed once when it is made, and replaced by
+# a larger one (zeroed) when a call can use more (attention's key splits).
 _WORKSPACES = {}
 _capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
               or torch.cuda.is_current_stream_capturing)
@@ -222,8 +223,22 @@ def _workspace(t: torch.Tensor, op: str, nbytes: int) -> torch.Tensor:
     index = t.get_device()
     key = (op, index, _raw_stream(index))
     ws = _WORKSPACES.get(key)
-    if ws is None:
+    if ws is None or ws.numel() * 8 < nbytes:
         ws = _WORKSPACES[key] = _new_workspace(t, nbytes)
+    return ws
+
+
+def _attention_workspace(q, a):
+    """The workspace of attention call `a` (FlashAttentionArgs, workspace not set yet), as
+    large as the call can use (tile_flash_attention_workspace_size); sets a.workspace and
+    a.workspace_bytes and returns the tensor, to be held until after the launch."""
+    nbytes = ctypes.c_size_t(FLASH_ATTENTION_WORKSPACE_BYTES)
+    size = getattr(library(), "tile_flash_attention_workspace_size", None)
+    if size is not None and size(ctypes.byref(a), ctypes.byref(nbytes)) != 0:
+        nbytes.value = FLASH_ATTENTION_WORKSPACE_BYTES  # the launch reports what is wrong
+    ws = _workspace(q, "tile_flash_attention", (nbytes.value + 7) // 8 * 8)
+    a.workspace = ws.data_ptr()
+    a.workspace_bytes = ws.numel() * 8 if size is not None else 0
     return ws
 
 
@@ -609,16 +624,14 @@ def _attn_impl(q, k, v, causal, scale, want_lse, op):
     o = torch.empty((b, s_q, h_q, d), dtype=q.dtype, device=q.device)
     lse = (torch.empty((b, h_q, s_q), dtype=torch.float32, device=q.device) if want_lse
            else None)
-    # held until after the launch
-    ws = _workspace(q, "tile_flash_attention", FLASH_ATTENTION_WORKSPACE_BYTES)
     a = FlashAttentionArgs(
         struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype], batch=b,
         heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)), seqlen_q=s_q,
         seqlen_k=s_k, scale=0.0 if scale is None else scale, o=o.data_ptr(), q=q2.data_ptr(),
-        k=k2.data_ptr(), v=v2.data_ptr(), lse=lse.data_ptr() if want_lse else None,
-        workspace=ws.data_ptr())
+        k=k2.data_ptr(), v=v2.data_ptr(), lse=lse.data_ptr() if want_lse else None)
     for name, t in (("q", q2), ("k", k2), ("v", v2), ("o", o)):
         set_strides(a, name, t)
+    ws = _attention_workspace(q, a)  # held until after the launch
     _launch(q, op, "tile_flash_attention", ctypes.byref(a))
     return o, lse
 
@@ -712,7 +725,7 @@ def _flash_attention_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen
     total_k, h_kv = k.shape[0], k.shape[1]
     o = torch.empty((total_q, h_q, d), dtype=q.dtype, device=q.device)
     ws = _workspace(q, "tile_flash_attention", FLASH_ATTENTION_WORKSPACE_BYTES)
-    a = FlashAttentionArgs(
+    a = FlashAttentionArgs(  # (varlen calls split no keys: the counter's 64 bytes)
         struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype],
         batch=cu_q.numel() - 1, heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)),
         seqlen_q=max_seqlen_q, seqlen_k=max_seqlen_k, scale=0.0 if scale is None else scale,

@@ -180,10 +180,16 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
         a.total_k = tokens_k;
     }
     a.lse = c->with_lse ? (float *)blse : NULL;
-    /* odd seeds: a workspace (blocks from its counter), left zeroed */
-    const CUdeviceptr bws =
-        c->seed & 1 ? support_zeroed_workspace(&gpu, TILE_FLASH_ATTENTION_WORKSPACE_BYTES) : 0;
+    /* odd seeds: a workspace of all the call can use (blocks from its counter, key splits),
+     * its counters left zeroed */
+    size_t ws_bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    if (c->seed & 1 && tile_flash_attention_workspace_size(&a, &ws_bytes) != TILE_STATUS_SUCCESS) {
+        fprintf(stderr, "  workspace size: %s\n", tile_last_error());
+        ws_bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    }
+    const CUdeviceptr bws = c->seed & 1 ? support_zeroed_workspace(&gpu, ws_bytes) : 0;
     a.workspace = (void *)(uintptr_t)bws;
+    a.workspace_bytes = bws ? ws_bytes : 0;
     *status = c->variant >= 0 ? tile_flash_attention_variant(c->variant, &a, NULL)
                               : tile_flash_attention(&a, NULL);
     int64_t problems = -1;
@@ -199,8 +205,11 @@ static int64_t run_attn(const attn_case *c, tile_status *status, double *err_out
             SUPPORT_CHECK(&gpu, drv->cuMemcpyDtoH(lse, blse, (size_t)lse_n * sizeof(float)));
         }
         problems = 0;
-        problems += support_workspace_not_zeroed(&gpu, (void *)(uintptr_t)bws,
-                                                 TILE_FLASH_ATTENTION_WORKSPACE_BYTES, "  attention");
+        problems += support_workspace_not_zeroed(
+            &gpu, (void *)(uintptr_t)bws,
+            ws_bytes < TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES ? ws_bytes
+                                                                  : TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES,
+            "  attention");
         /* Written exactly where the sequences are: finite there, poisoned elsewhere. */
         char *inside = calloc((size_t)sq.elements, 1);
         for (int32_t b = 0; b < c->batch; b++)
@@ -377,6 +386,16 @@ static void dispatcher_cases(void) {
             /* ... and the few-query calls that stay as they are: causal, and BSHD */
             {-1, dt, 2, 8, 2, 128, 3, 700, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            /* decode with a workspace (odd seeds): the keys split over programs, their shares
+             * combined (docs/api.md): GQA, MHA causal (one query: every key seen), a ragged
+             * last split, head dims 64 and 256, and 3 causal queries a head against 5000 keys
+             * (splits whose keys some rows see none of) */
+            {-1, dt, 1, 32, 8, 128, 1, 8192, 0, BSHD, NULL, NULL, 1, 0, 9001, 0},
+            {-1, dt, 2, 16, 16, 128, 1, 4000, 1, BSHD_PADDED, NULL, NULL, 1, 0, 9003, 0},
+            {-1, dt, 1, 8, 1, 64, 1, 3001, 0, BHSD, NULL, NULL, 1, 0, 9005, 0},
+            {-1, dt, 1, 4, 2, 256, 1, 2500, 0, BSHD, NULL, NULL, 1, 0, 9007, 0},
+            {-1, dt, 1, 4, 4, 128, 3, 5000, 1, BSHD, NULL, NULL, 1, 0, 9009, 0},
+            {-1, dt, 1, 2, 2, 64, 100, 4096, 1, BSHD, NULL, NULL, 1, 0, 9011, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case("dispatch", &cases[i]);
         static const int32_t dims[] = {8, 32, 40, 80, 96, 136, 160, 256};
@@ -399,7 +418,7 @@ static void variant_cases(void) {
         if (!support_variant_selected(info.name, filter)) continue;
         ran++;
         const int32_t d = (int32_t)info.max_cols, narrow = d > 8 ? d - 8 : d;
-        const uint64_t seed = 5000 + (uint64_t)i * 16;
+        const uint64_t seed = 5000 + (uint64_t)i * 32;
         const attn_case cases[] = {
             {i, info.dtype, 2, 4, 2, d, 200, 200, 1, BSHD, NULL, NULL, 1, 0, seed, 0},
             {i, info.dtype, 1, 8, 1, d, 77, 300, 0, BHSD, NULL, NULL, 1, 0, seed + 1, 0},
@@ -432,6 +451,10 @@ static void variant_cases(void) {
             {i, info.dtype, 3, 8, 2, d, 1, 300, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed + 14, 0},
             /* 5 queries a head, BHSD, not causal: each key/value head's 8 query heads as 40 rows */
             {i, info.dtype, 2, 16, 2, d, 5, 200, 0, BHSD, NULL, NULL, 1, 0, seed + 15, 0},
+            /* decode with a workspace: one program a block variants split the keys (their last
+             * split ragged), GQA folded; causal few-query calls split with the diagonal moved */
+            {i, info.dtype, 1, 16, 4, d, 1, 2900, 0, BSHD_PADDED, NULL, NULL, 1, 0, seed + 17, 0},
+            {i, info.dtype, 2, 2, 2, narrow, 7, 1500, 1, BHSD, NULL, NULL, 1, 0, seed + 19, 0},
         };
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) run_case(info.name, &cases[j]);
     }

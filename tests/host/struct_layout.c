@@ -89,6 +89,7 @@ int main(void) {
     FIELD(tile_flash_attention_args, total_k);
     FIELD(tile_flash_attention_args, lse);
     FIELD(tile_flash_attention_args, workspace);
+    FIELD(tile_flash_attention_args, workspace_bytes);
     SIZE(tile_flash_attention_args);
 
     FIELD(tile_grouped_matmul_args, struct_size);

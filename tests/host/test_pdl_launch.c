@@ -38,7 +38,7 @@
  * passed through. */
 #define DEV(slot) ((void *)(uintptr_t)(0x7e0000000000ull + (uint64_t)(slot) * 0x1000000000ull))
 enum { Y, X, S, RESIDUAL, BIAS, WEIGHT, NORM_BIAS, MASK, MEAN, RSTD, Q, K, V, O, LSE, A, B, C,
-       OFFSETS };
+       OFFSETS, WORKSPACE };
 #define STREAM ((tile_stream)(uintptr_t)0x5000u)
 
 static const tile_dtype dtypes[] = {TILE_DTYPE_F32, TILE_DTYPE_F16, TILE_DTYPE_BF16};
@@ -243,6 +243,60 @@ static int64_t attention_programs(const tile_variant_info *v, const tile_flash_a
 static int attention_maps(const tile_variant_info *v) {
     if (param(v, "WARPGROUPS") < 3) return 0;
     return param(v, "HANDED") == 1 ? 3 : 4;
+}
+
+/* Decode with a workspace (docs/api.md, "Key splits"): 2 sequences of one query a head, 16
+ * query heads over 4 key/value heads, 8192 keys: folded to 8 blocks. Given all that
+ * tile_flash_attention_workspace_size asks for, a variant of one program a block (not
+ * warp-specialized) launches each block's keys as 2 to 32 splits, in one wave of its resident
+ * programs; given the counter's 64 bytes, or a warp-specialized (persistent) variant, 8 programs
+ * or fewer. Fails without the split, or where a split call's workspace size is the counter's. */
+static void test_attention_splits(void **state) {
+    (void)state;
+    tile_variant_info v;
+    int split = 0;
+    FOR_VARIANTS(i, "attention", TILE_DTYPE_BF16, v) {
+        if (!runs_here(&v)) continue;
+        const decode_case dc = {"decode", 4, 1, 0, 0, 0, 1};
+        tile_flash_attention_args a = decode_args(TILE_DTYPE_BF16, (int32_t)v.max_cols, &dc);
+        a.seqlen_k = 8192;
+        a.k_batch_stride = a.v_batch_stride = a.seqlen_k * a.k_seq_stride;
+        size_t bytes = 0;
+        assert_status(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+        assert_true(bytes > TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES);
+        const int64_t blocks = 8, resident = FAKE_CUDA_SM_COUNT * fake_cuda_blocks_per_sm((int)v.threads);
+        for (int full = 0; full < 2; full++) {
+            a.workspace = DEV(WORKSPACE);
+            a.workspace_bytes = full ? bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+            const fake_cuda_launch before = recorded();
+            assert_status(tile_flash_attention_variant(i, &a, STREAM), TILE_STATUS_SUCCESS);
+            const fake_cuda_launch after = recorded();
+            assert_int_equal(after.count, before.count + 1);
+            const int64_t programs = (int64_t)after.grid[0] / (after.cluster[0] ? after.cluster[0] : 1);
+            if (!full || attention_maps(&v)) {
+                if (programs > blocks) {
+                    print_error("%s: %lld programs for %lld blocks without a split\n", v.name,
+                                (long long)programs, (long long)blocks);
+                    fail();
+                }
+                continue;
+            }
+            if (programs % blocks || programs / blocks < 2 || programs / blocks > 32 ||
+                programs > resident) {
+                print_error("%s: %lld programs for %lld blocks (resident %lld): not a split of "
+                            "2 to 32 in one wave\n",
+                            v.name, (long long)programs, (long long)blocks, (long long)resident);
+                fail();
+            }
+            split++;
+        }
+    }
+    assert_true(split > 0);
+    /* Varlen calls and calls of too many blocks split nothing: the counter's bytes suffice. */
+    tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, 128, 0);
+    size_t bytes = 0;
+    assert_status(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+    assert_int_equal(bytes, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
 }
 
 /* Grouped matmul shapes: many tiles (more than stay resident) with B [groups, k, n], and a few
@@ -622,6 +676,7 @@ int main(void) {
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_norm),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_splits),
         cmocka_unit_test(test_grouped_matmul),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

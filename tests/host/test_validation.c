@@ -1446,6 +1446,91 @@ static void test_attention_workspace(void **state) {
     check_older_caller(&attn_op, __LINE__, &a, ATTN_V1_SIZE, assert_attn_valid, ": workspace (");
 }
 
+/* workspace_bytes (since 0.9.0): 0 (the counter's 64 bytes) or at least 64, and only with a
+ * workspace; a caller compiled against 0.8 ends its struct at the workspace, so whatever its
+ * memory holds after it reads as 0. */
+static void test_attention_workspace_bytes(void **state) {
+    (void)state;
+    tile_flash_attention_args a = attn_base();
+    a.workspace = wsbuf;
+    a.workspace_bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    assert_attn_valid(&a);
+    a.workspace_bytes = BUF_BYTES;
+    assert_attn_valid(&a);
+    ATTN_CASE(A_ALL, INV, "workspace_bytes is 64 but workspace is NULL; give 0 without one",
+              a.workspace_bytes = 64);
+    ATTN_CASE(A_ALL, INV, "workspace_bytes is 63; it must be 0 or at least 64",
+              a.workspace = wsbuf, a.workspace_bytes = 63);
+    ATTN_CASE(A_ALL, INV, "workspace_bytes is 1;", a.workspace = wsbuf, a.workspace_bytes = 1);
+    /* a misaligned workspace is named first */
+    ATTN_CASE(A_ALL, MIS, ": workspace (", a.workspace = wsbuf + 4, a.workspace_bytes = 1);
+
+    _Alignas(256) unsigned char old[1024];
+    a = attn_base();
+    memset(old, 0xee, sizeof old); /* workspace_bytes past the old struct: garbage */
+    memcpy(old, &a, sizeof a);
+    const size_t old_size = offsetof(tile_flash_attention_args, workspace_bytes);
+    memcpy(old, &old_size, sizeof old_size);
+    memset(old + old_size, 0xee, sizeof(size_t));
+    assert_attn_valid(old);
+    const size_t this_size = sizeof a; /* this version's size reads the garbage */
+    memcpy(old, &this_size, sizeof this_size);
+    args_expect(&attn_op, __LINE__, "this version's struct_size", A_ALL, old, INV,
+                "but workspace is NULL");
+}
+
+/* tile_flash_attention_workspace_size: the counter's bytes where a call cannot split its keys
+ * (too few keys, varlen, too many blocks), more where it can, growing with the keys up to 32
+ * splits; validated as explain (its workspace fields aside), *bytes untouched on failure. */
+static void test_attention_workspace_size(void **state) {
+    (void)state;
+    tile_flash_attention_args a = attn_base();
+    size_t bytes = 1;
+    assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+    assert_int_equal(bytes, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
+    assert_int_equal(tile_flash_attention_workspace_size(&a, NULL), INV);
+    assert_message("tile_flash_attention_workspace_size: bytes is NULL");
+    assert_int_equal(tile_flash_attention_workspace_size(NULL, &bytes), INV);
+    assert_message("tile_flash_attention_workspace_size: args is NULL");
+    a.workspace = wsbuf + 4; /* not this function's: ignored */
+    a.workspace_bytes = 3;
+    assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+    a = attn_base();
+    a.batch = 0;
+    bytes = 12345;
+    assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), INV);
+    assert_message("tile_flash_attention_workspace_size: batch is 0");
+    assert_int_equal(bytes, 12345);
+    a = attn_base();
+    a.q = qbuf + 1; /* not even element-aligned */
+    assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), MIS);
+    assert_int_equal(bytes, 12345);
+    /* decode: 2 sequences, 2 query heads over 1 (folded: 2 blocks of 2 rows), 32 dims; keys
+     * the base's buffers need not hold (the size reads no tensor): 2 to 32 splits of 256 keys
+     * or more */
+    a = attn_base();
+    a.seqlen_q = 1;
+    size_t last = 0;
+    const int64_t keys[] = {511, 512, 4096, 8192, 1 << 20};
+    const int64_t splits[] = {1, 2, 16, 32, 32};
+    for (int i = 0; i < 5; i++) {
+        a.seqlen_k = keys[i];
+        a.k_batch_stride = a.v_batch_stride = keys[i] * 32;
+        assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+        const size_t rows = (size_t)splits[i] * 2 * 2;
+        const size_t want = splits[i] < 2 ? TILE_FLASH_ATTENTION_WORKSPACE_BYTES
+                                          : TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES +
+                                                ((rows + 3) / 4 * 4 + rows * 32) * sizeof(float);
+        assert_int_equal(bytes, want);
+        assert_true(bytes >= last);
+        last = bytes;
+    }
+    attn_varlen(&a);
+    assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+    assert_int_equal(bytes, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
+    assert_attn_untouched();
+}
+
 static tile_status attn_init(void *args, size_t size) { return tile_flash_attention_init(args, size); }
 
 /* tile_flash_attention_init: zeroes exactly struct_size bytes and sets struct_size. */
@@ -1977,6 +2062,8 @@ int main(void) {
         cmocka_unit_test_setup(test_attention_tensors, setup_attn),
         cmocka_unit_test_setup(test_attention_entry_points, setup_attn),
         cmocka_unit_test_setup(test_attention_workspace, setup_attn),
+        cmocka_unit_test_setup(test_attention_workspace_bytes, setup_attn),
+        cmocka_unit_test_setup(test_attention_workspace_size, setup_attn),
         cmocka_unit_test(test_attention_init),
         cmocka_unit_test(test_attention_call_count),
         cmocka_unit_test_setup(test_grouped_matmul_valid, setup_gmm),
