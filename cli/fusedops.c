@@ -306,8 +306,16 @@ static int cmd_explain(int argc, char **argv) {
                               (const int32_t *)(const void *)stand_in,
                               (const int32_t *)(const void *)stand_in, &a))
             return EXIT_USAGE;
-        /* as bench calls: with a workspace unless --fixed-schedule (dispatch weighs the walk) */
-        if (!o.fixed_schedule) a.workspace = stand_in;
+        /* as bench calls: with a workspace of all the call can use unless --fixed-schedule
+         * (dispatch weighs the walk, and decode calls that split their keys take variants of
+         * one program a block) */
+        if (!o.fixed_schedule) {
+            size_t bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+            if (tile_flash_attention_workspace_size(&a, &bytes) != TILE_STATUS_SUCCESS)
+                bytes = TILE_FLASH_ATTENTION_WORKSPACE_BYTES; /* (explain reports what is wrong) */
+            a.workspace = stand_in;
+            a.workspace_bytes = bytes;
+        }
     } else if (op == OP_GROUPED_MATMUL) {
         if (grouped_args_of(&o, stand_in + 256, stand_in, stand_in, stand_in,
                             (const int32_t *)(const void *)stand_in, &g))

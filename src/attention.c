@@ -225,6 +225,20 @@ static void fold_query_heads(tile_flash_attention_args *a) {
     a->seqlen_q = ratio * sq;
 }
 
+/* The SMs of the GPUs the compiled attention lines were tuned on (H100 SXM, H200), and those
+ * assumed where the problem names no device (explain for an arch). */
+#define TUNED_SMS 132
+
+/* Whether a (folded) call splits its keys on a variant of one program a block, as far as the
+ * shape and workspace tell (launch's split_of has the device's count): two splits at least fit
+ * in its workspace, and its 64-row blocks fill at most half of the SMs assumed. */
+static int splits_keys(const tile_flash_attention_args *a) {
+    const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+    const int64_t blocks = (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
+    return a->workspace && split_limit(a) >= 2 && room >= split_bytes(a, 2) &&
+           2 * blocks <= TUNED_SMS;
+}
+
 /* The problem as dispatch sees it: rows are the query rows of all heads (the work), cols the
  * head dimension (a variant takes heads up to its max_cols). */
 static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align) {
@@ -234,7 +248,8 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
     return (tile_problem){.op = attention_op, .dtype = a->dtype, .rows = rows,
                           .cols = a->head_dim, .align = align, .varlen = a->cu_seqlens_q != NULL,
                           .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
-                          .causal = a->causal != 0, .block_counter = a->workspace != NULL};
+                          .causal = a->causal != 0, .block_counter = a->workspace != NULL,
+                          .key_splits = splits_keys(a)};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one
@@ -387,9 +402,6 @@ static attention_walk_kind walk_of(const tile_variant *v, int64_t resident, int 
  * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64: 52 calls of
  * 26 shapes, causal and not, perf-notes A34). */
 #define BLOCK_OVERHEAD_TILES 2.5
-/* The SMs of the GPUs the compiled attention lines were tuned on (H100 SXM, H200), and those
- * assumed where the problem names no device (explain for an arch). */
-#define TUNED_SMS 132
 /* The model's bounds: a head of more blocks (a sequence of 64K rows at 128-row blocks) is not
  * weighed; past WALK_PROGRAMS resident programs, or WALK_GREEDY_ITEMS blocks dealt to the
  * program free first (then the blocks left when the programs part are a causal call's shortest,
@@ -654,6 +666,7 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
     fold_query_heads(&a);
     tile_problem p = problem_of(&a, al.bytes);
+    if (forced) p.key_splits = 0; /* (a forced persistent variant runs unsplit) */
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
     s = launch(fn, device, variant, &a, stream);

@@ -104,6 +104,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if ((v->features & p->features) != p->features) reason = "features";
     else if (p->no_tensor_maps && tile_variant_uses_tensor_maps(v))
         reason = "tensor maps";
+    else if (p->key_splits && v->persistent) reason = "key splits";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
@@ -571,7 +572,7 @@ typedef struct cached_decision {
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
     int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps, varlen,
-        mem_bandwidth_gbs;
+        mem_bandwidth_gbs, key_splits;
     const int32_t *blocks_per_sm;
     int64_t seqlen_q, seqlen_k; /* (one head's work a shape splits otherwise) */
     int32_t causal, block_counter;
@@ -590,7 +591,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
          0xff51afd7ed558ccdull;
     /* nor attention calls of one query count in other sequence lengths or walks */
     h ^= (uint64_t)p->seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->seqlen_k ^
-         (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen) * 0xbf58476d1ce4e5b9ull;
+         (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen + 8 * p->key_splits) *
+             0xbf58476d1ce4e5b9ull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
@@ -600,7 +602,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
         c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
         c->blocks_per_sm == p->blocks_per_sm && c->seqlen_q == p->seqlen_q &&
         c->seqlen_k == p->seqlen_k && c->causal == p->causal &&
-        c->block_counter == p->block_counter) {
+        c->block_counter == p->block_counter && c->key_splits == p->key_splits) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -610,7 +612,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
                            p->optional_inputs, p->pointwise, p->no_tensor_maps, p->varlen,
-                           p->mem_bandwidth_gbs,
+                           p->mem_bandwidth_gbs, p->key_splits,
                            p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->causal,
                            p->block_counter};
     *variant = d.variant;

@@ -61,6 +61,9 @@ typedef struct tile_problem {
                          * program may take part of a row (column_tile variants) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed):
                              * variants that copy by them are not eligible */
+    int32_t key_splits; /* 1: an attention call that splits its keys on a variant of one
+                         * program a block (src/attention.c): the persistent ones, which never
+                         * split, are not eligible (unforced dispatch only) */
     int32_t varlen; /* 1: a varlen attention call, whose lengths are device data: causal, with a
                      * workspace, a tuned line's variant that walks blocks from its counter is
                      * taken over one of a fixed walk (weigh_attention) */

@@ -292,6 +292,29 @@ static void test_attention_splits(void **state) {
         }
     }
     assert_true(split > 0);
+    /* Dispatched: a head-64 MHA decode call (2 sequences x 16 heads, 8192 keys; the heuristic's
+     * pick without a workspace is a warp-specialized variant, which never splits) takes a
+     * variant of one program a block once its workspace holds the splits, and splits. */
+    const decode_case mha = {"decode, MHA", 16, 1, 0, 0, 0, 0};
+    tile_flash_attention_args m = decode_args(TILE_DTYPE_BF16, 64, &mha);
+    m.seqlen_k = 8192;
+    m.k_batch_stride = m.v_batch_stride = m.seqlen_k * m.k_seq_stride;
+    size_t need = 0;
+    assert_status(tile_flash_attention_workspace_size(&m, &need), TILE_STATUS_SUCCESS);
+    tile_decision d = {.struct_size = sizeof d};
+    m.workspace = DEV(WORKSPACE);
+    for (int full = 0; full < 2; full++) {
+        m.workspace_bytes = full ? need : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+        assert_status(tile_flash_attention_explain(&m, 0, &d), TILE_STATUS_SUCCESS);
+        const tile_variant_info chosen = variant_info(d.variant);
+        if (full) assert_int_equal(attention_maps(&chosen), 0);
+        const fake_cuda_launch before = recorded();
+        assert_status(tile_flash_attention(&m, STREAM), TILE_STATUS_SUCCESS);
+        const fake_cuda_launch after = recorded();
+        assert_int_equal(after.count, before.count + 1);
+        if (full) assert_true(after.grid[0] >= 2 * 32 && after.grid[0] % 32 == 0);
+        else assert_true(after.grid[0] <= 32);
+    }
     /* Varlen calls and calls of too many blocks split nothing: the counter's bytes suffice. */
     tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, 128, 0);
     size_t bytes = 0;

@@ -431,6 +431,32 @@ class AttentionOpsTest(unittest.TestCase):
                         o_only = torch.ops.fusedops.flash_attention(q, k, v, causal, 0.1)
                         self.assertTrue(torch.equal(o_only, o), "o differs with and without lse")
 
+    def test_decode_key_splits(self):
+        """Decode calls (one or a few queries a head against thousands of keys) split their keys
+        over programs in the op's workspace, which grows to what the call can use
+        (tile_flash_attention_workspace_size); o and lse against float64, then the same call
+        replayed from a CUDA graph (its own workspace, zeroed in the capture)."""
+        ops = torch.ops.fusedops
+        for dtype in self.DTYPES:
+            for b, s_q, s_k, h_q, h_kv, d, causal in [(1, 1, 8192, 32, 8, 128, False),
+                                                      (2, 1, 3000, 16, 16, 64, True),
+                                                      (1, 3, 5000, 4, 4, 128, True)]:
+                q, k, v = self.qkv(b, s_q, s_k, h_q, h_kv, d, dtype, seed=2)
+                o, lse = ops.flash_attention_lse(q, k, v, causal)
+                o_want, lse_want = self.reference(q, k, v, causal)
+                with self.subTest(dtype=dtype, shape=(b, s_q, s_k, h_q, h_kv, d), causal=causal):
+                    self.close(o, o_want)
+                    torch.testing.assert_close(lse.double(), lse_want, atol=2e-3, rtol=1e-4)
+                    out = torch.empty_like(o)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        out.copy_(ops.flash_attention(q, k, v, causal))
+                    for _ in range(2):
+                        out.zero_()
+                        graph.replay()
+                        torch.cuda.synchronize()
+                        self.close(out, o_want)
+
     def test_strided_inputs(self):
         """Views the library reads in place (slices of a packed qkv, BHSD transposed) and a
         misaligned one it gets a copy of: the same results as contiguous inputs."""
