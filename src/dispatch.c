@@ -364,7 +364,11 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
         if (programs >= 2 * sms) cost *= 1.0 + 64.0 / v->rows_per_program;
         /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
          * the smem size grows with BLOCK_N, which is all the registry records of it). */
-        cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);
+        /* (Stages past two deepen the copies' ring for decode's key splits, take_deep_ring,
+         * not the tiles: counted as two.) */
+        const int64_t stages = tile_variant_param(v, "STAGES");
+        const double smem = (double)v->smem_bytes * (stages > 2 ? 2.0 / (double)stages : 1.0);
+        cost *= 1.0 + 2048.0 / (smem > 0.0 ? smem : 1.0);
         /* ... up to 128 keys: wider ones lose at 2048 keys (perf-notes A36), so the pick stays
          * at 128 and a long call takes the 144-key twin after it (take_long_key_tile). */
         if (tile_variant_param(v, "BLOCK_N") > 128) cost *= 1.03;
@@ -404,12 +408,14 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
  * causal on an H200, and 3.5% slower at 2048 keys (perf-notes A36). A varlen call's lengths
  * are device data: it keeps the line's. (Other ops have no key length: nothing to do.) */
 #define LONG_KEYS 8192
-/* Whether two variants' params ("KEY=VALUE ..." in the grid's order) differ at most in BLOCK_N. */
-static int same_params_but_block_n(const char *a, const char *b) {
+/* Whether two variants' params ("KEY=VALUE ..." in the grid's order) differ at most in `key`
+ * ("BLOCK_N=": the key and its equals sign). */
+static int same_params_but(const char *a, const char *b, const char *key) {
+    const size_t lk = strlen(key);
     while (*a || *b) {
         const size_t la = strcspn(a, " "), lb = strcspn(b, " ");
-        const int both_block_n = !strncmp(a, "BLOCK_N=", 8) && !strncmp(b, "BLOCK_N=", 8);
-        if (!both_block_n && (la != lb || strncmp(a, b, la))) return 0;
+        const int both_key = !strncmp(a, key, lk) && !strncmp(b, key, lk);
+        if (!both_key && (la != lb || strncmp(a, b, la))) return 0;
         a += la + (a[la] == ' ');
         b += lb + (b[lb] == ' ');
     }
@@ -421,13 +427,35 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *t = &tile_registry[i];
         if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "BLOCK_N") != 144 ||
-            !v->params || !t->params || !same_params_but_block_n(t->params, v->params) ||
+            !v->params || !t->params || !same_params_but(t->params, v->params, "BLOCK_N=") ||
             !tile_variant_eligible(t, p, NULL))
             continue;
         decision->variant = i;
         const size_t used = strlen(decision->reason);
         snprintf(decision->reason + used, sizeof decision->reason - used,
                  "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
+        return;
+    }
+}
+
+/* A call that splits its keys (decode, tile_problem.key_splits) streams K and V one split a
+ * program, bound by the bytes in flight an SM: the chosen variant's twin of one more stage
+ * (family `wgmma3`: two key tiles of copies ahead, not one) measured 9-11% faster on an H200
+ * where the splits fill the GPU (perf-notes A46). */
+static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
+    const tile_variant *v = &tile_registry[decision->variant];
+    const int64_t stages = tile_variant_param(v, "STAGES");
+    if (!p->key_splits || stages < 2 || !v->params) return;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *t = &tile_registry[i];
+        if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "STAGES") != stages + 1 ||
+            !t->params || !same_params_but(t->params, v->params, "STAGES=") ||
+            !tile_variant_eligible(t, p, NULL))
+            continue;
+        decision->variant = i;
+        const size_t used = strlen(decision->reason);
+        snprintf(decision->reason + used, sizeof decision->reason - used,
+                 "; its twin of %lld stages (the keys split)", (long long)(stages + 1));
         return;
     }
 }
@@ -532,6 +560,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
                  best_distance == 0 ? "" : " (nearest to this shape's bucket)", weighing_note);
         take_lean_twin(p, decision);
         take_long_key_tile(p, decision);
+        take_deep_ring(p, decision);
         return TILE_STATUS_SUCCESS;
     }
 
@@ -545,6 +574,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
              eligible);
     take_lean_twin(p, decision);
     take_long_key_tile(p, decision);
+    take_deep_ring(p, decision);
     return TILE_STATUS_SUCCESS;
 }
 
