@@ -315,10 +315,10 @@ typedef struct tile_flash_attention_args {
                                  fixed lengths [batch, heads_q, seqlen_q], varlen
                                  [heads_q, total_q] */
     /* Since 0.8.0 (a smaller struct_size reads as NULL): NULL, or device memory of
-     * workspace_bytes, 8-byte aligned, zeroed whole once by the caller before its first call;
-     * every call leaves zeroed what it counts in (the first
-     * TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES, whatever the shapes), and past them keeps
-     * only scratch. On Hopper the programs of the warp-specialized head-dim-64 variants of
+     * workspace_bytes, 8-byte aligned, whose first TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES
+     * (all of it, if smaller) the caller zeroes once before its first call: its counters,
+     * which every call leaves zeroed again, whatever the shapes; past them calls keep only
+     * scratch. On Hopper the programs of the warp-specialized head-dim-64 variants of
      * 128-row blocks then take query blocks from a counter in it as they finish, not in a
      * fixed order; where it is large enough (tile_flash_attention_workspace_size), a
      * fixed-length call of too few query blocks to fill the GPU splits the keys over more

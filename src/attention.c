@@ -225,18 +225,14 @@ static void fold_query_heads(tile_flash_attention_args *a) {
     a->seqlen_q = ratio * sq;
 }
 
-/* The SMs of the GPUs the compiled attention lines were tuned on (H100 SXM, H200), and those
- * assumed where the problem names no device (explain for an arch). */
-#define TUNED_SMS 132
-
-/* Whether a (folded) call splits its keys on a variant of one program a block, as far as the
- * shape and workspace tell (launch's split_of has the device's count): two splits at least fit
- * in its workspace, and its 64-row blocks fill at most half of the SMs assumed. */
-static int splits_keys(const tile_flash_attention_args *a) {
+/* The (folded) call's blocks of 64 rows where its keys may split on a variant of one program a
+ * block, as far as the shape and workspace tell: fixed lengths, keys for two splits and a
+ * workspace that holds them; else 0. Whether they do, tile_problem_splits_keys decides with
+ * the device's SMs (dispatch and launch alike); split_of then counts the splits. */
+static int64_t key_split_blocks(const tile_flash_attention_args *a) {
     const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
-    const int64_t blocks = (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
-    return a->workspace && split_limit(a) >= 2 && room >= split_bytes(a, 2) &&
-           2 * blocks <= TUNED_SMS;
+    if (!a->workspace || split_limit(a) < 2 || room < split_bytes(a, 2)) return 0;
+    return (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
 }
 
 /* The problem as dispatch sees it: rows are the query rows of all heads (the work), cols the
@@ -249,7 +245,7 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
                           .cols = a->head_dim, .align = align, .varlen = a->cu_seqlens_q != NULL,
                           .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
                           .causal = a->causal != 0, .block_counter = a->workspace != NULL,
-                          .key_splits = splits_keys(a)};
+                          .key_split_blocks = key_split_blocks(a)};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one
@@ -402,6 +398,9 @@ static attention_walk_kind walk_of(const tile_variant *v, int64_t resident, int 
  * P V overlap nothing of its own), its output (fitted on an H200 at head dim 64: 52 calls of
  * 26 shapes, causal and not, perf-notes A34). */
 #define BLOCK_OVERHEAD_TILES 2.5
+/* The SMs of the GPUs the compiled attention lines were tuned on (H100 SXM, H200), and those
+ * assumed where the problem names no device (explain for an arch). */
+#define TUNED_SMS 132
 /* The model's bounds: a head of more blocks (a sequence of 64K rows at 128-row blocks) is not
  * weighed; past WALK_PROGRAMS resident programs, or WALK_GREEDY_ITEMS blocks dealt to the
  * program free first (then the blocks left when the programs part are a causal call's shortest,
@@ -555,16 +554,21 @@ typedef struct key_split {
     int64_t splits, split_keys;
 } key_split;
 
-/* The split of a call on v (one program a block; perf-notes A45): as many splits as fill the
- * device's resident programs of v in one wave, within split_limit and the caller's workspace,
- * each a whole number of v's key tiles. */
+/* The split of a call on v (one program a block; perf-notes A45) where `allowed` (the call
+ * splits its keys, tile_problem_splits_keys, or its variant was forced): as many splits as fill
+ * the device's resident programs of v in one wave, within split_limit and the caller's
+ * workspace, each a whole number of v's key tiles but the last. The warp-specialized kernels
+ * (persistent, by tensor maps) store no shares: never split. */
 static key_split split_of(const tile_device *device, int32_t variant,
-                          const tile_flash_attention_args *a, int64_t m_blocks) {
+                          const tile_flash_attention_args *a, int64_t m_blocks, int allowed) {
     const tile_variant *v = &tile_registry[variant];
     key_split none = {1, a->seqlen_k};
     const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
-    if (v->persistent || !a->workspace || room < SPLIT_SHARES_OFFSET) return none;
+    if (!allowed || v->persistent || tile_variant_uses_tensor_maps(v) || !a->workspace ||
+        room < SPLIT_SHARES_OFFSET)
+        return none;
     const int64_t blocks = (int64_t)a->batch * a->heads_q * m_blocks;
+    if (blocks > SPLIT_COUNTERS) return none; /* (the counters' room: split_limit's bound) */
     int64_t n = tile_resident_programs(device, variant) / blocks;
     const int64_t limit = split_limit(a);
     if (n > limit) n = limit;
@@ -576,13 +580,14 @@ static key_split split_of(const tile_device *device, int32_t variant,
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
-                          const tile_flash_attention_args *a, tile_stream stream) {
+                          const tile_flash_attention_args *a, int split_allowed,
+                          tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
     if (a->seqlen_q == 0) return TILE_STATUS_SUCCESS; /* varlen, every sequence empty */
     const int varlen = a->cu_seqlens_q != NULL;
     const float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->head_dim);
     const int64_t m_blocks = (a->seqlen_q + v->rows_per_program - 1) / v->rows_per_program;
-    const key_split split = split_of(device, variant, a, m_blocks);
+    const key_split split = split_of(device, variant, a, m_blocks, split_allowed);
     /* the walk's batches: (batch, split) pairs */
     const int64_t pairs = (int64_t)a->batch * split.splits * a->heads_q;
     const int32_t head_group = (int32_t)heads_a_group(a->dtype, a->head_dim, a->seqlen_k, a->causal,
@@ -666,12 +671,14 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
     fold_query_heads(&a);
     tile_problem p = problem_of(&a, al.bytes);
-    if (forced) p.key_splits = 0; /* (a forced persistent variant runs unsplit) */
+    /* (forced: any variant runs, a persistent one unsplit) */
+    if (forced) p.key_split_blocks = 0;
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
-    s = launch(fn, device, variant, &a, stream);
+    const int split = forced || tile_problem_splits_keys(&p); /* (p has the device's SMs now) */
+    s = launch(fn, device, variant, &a, split, stream);
     const int32_t other = tile_tensor_map_fallback(&p, variant, forced, s);
-    return other >= 0 ? launch(fn, device, other, &a, stream) : s;
+    return other >= 0 ? launch(fn, device, other, &a, split, stream) : s;
 }
 
 tile_status tile_flash_attention(const tile_flash_attention_args *args, tile_stream stream) {
@@ -694,7 +701,7 @@ tile_status tile_flash_attention_workspace_size(const tile_flash_attention_args 
     a.workspace = NULL; /* not this function's to check */
     a.workspace_bytes = 0;
     tile_alignment al;
-    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return tile_name_misaligned(fn, s, &al);
+    if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
     fold_query_heads(&a);
     const size_t split = split_bytes(&a, split_limit(&a));
     *bytes = split > TILE_FLASH_ATTENTION_WORKSPACE_BYTES ? split : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;

@@ -98,16 +98,22 @@ static void runtime_table_load(void) {
     fclose(f);
 }
 
+int tile_problem_splits_keys(const tile_problem *p) {
+    const int64_t sms = p->sm_count > 0 ? p->sm_count : 132;
+    return p->key_split_blocks > 0 && 2 * p->key_split_blocks <= sms;
+}
+
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why) {
     const char *reason = NULL;
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
     else if ((v->features & p->features) != p->features) reason = "features";
     else if (p->no_tensor_maps && tile_variant_uses_tensor_maps(v))
         reason = "tensor maps";
-    else if (p->key_splits && v->persistent) reason = "key splits";
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
+    else if (p->key_split_blocks && v->persistent && tile_problem_splits_keys(p))
+        reason = "key splits";
     /* after arch: a call no variant's arch takes is ARCH_MISMATCH (tile_dispatch) */
     else if (v->column_tile && !p->pointwise) reason = "row statistics";
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
@@ -364,11 +370,11 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
         if (programs >= 2 * sms) cost *= 1.0 + 64.0 / v->rows_per_program;
         /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
          * the smem size grows with BLOCK_N, which is all the registry records of it). */
-        /* (Stages past two deepen the copies' ring for decode's key splits, take_deep_ring,
-         * not the tiles: counted as two.) */
-        const int64_t stages = tile_variant_param(v, "STAGES");
-        const double smem = (double)v->smem_bytes * (stages > 2 ? 2.0 / (double)stages : 1.0);
-        cost *= 1.0 + 2048.0 / (smem > 0.0 ? smem : 1.0);
+        cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);
+        /* A ring deeper than two stages (`wgmma3`) is for calls that split their keys, bound by
+         * the bytes in flight (take_deep_ring); elsewhere it measured nothing (perf-notes) and
+         * takes shared memory: never the pick, whatever the smem term above says. */
+        if (tile_variant_param(v, "STAGES") > 2 && !tile_problem_splits_keys(p)) cost *= 1.1;
         /* ... up to 128 keys: wider ones lose at 2048 keys (perf-notes A36), so the pick stays
          * at 128 and a long call takes the 144-key twin after it (take_long_key_tile). */
         if (tile_variant_param(v, "BLOCK_N") > 128) cost *= 1.03;
@@ -438,14 +444,14 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
     }
 }
 
-/* A call that splits its keys (decode, tile_problem.key_splits) streams K and V one split a
+/* A call that splits its keys (decode, tile_problem_splits_keys) streams K and V one split a
  * program, bound by the bytes in flight an SM: the chosen variant's twin of one more stage
  * (family `wgmma3`: two key tiles of copies ahead, not one) measured 9-11% faster on an H200
  * where the splits fill the GPU (perf-notes A46). */
 static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
     const int64_t stages = tile_variant_param(v, "STAGES");
-    if (!p->key_splits || stages < 2 || !v->params) return;
+    if (!tile_problem_splits_keys(p) || stages < 2 || !v->params) return;
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *t = &tile_registry[i];
         if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "STAGES") != stages + 1 ||
@@ -602,9 +608,10 @@ typedef struct cached_decision {
     /* The device's, not only the arch's: the heuristic weighs the SM count, and devices of
      * one arch differ in it (SKUs, MIG slices) within one process and thread. */
     int32_t sm_count, smem_limit, features, optional_inputs, pointwise, no_tensor_maps, varlen,
-        mem_bandwidth_gbs, key_splits;
+        mem_bandwidth_gbs;
     const int32_t *blocks_per_sm;
     int64_t seqlen_q, seqlen_k; /* (one head's work a shape splits otherwise) */
+    int64_t key_split_blocks;
     int32_t causal, block_counter;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
@@ -621,8 +628,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
          0xff51afd7ed558ccdull;
     /* nor attention calls of one query count in other sequence lengths or walks */
     h ^= (uint64_t)p->seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->seqlen_k ^
-         (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen + 8 * p->key_splits) *
-             0xbf58476d1ce4e5b9ull;
+         (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen) * 0xbf58476d1ce4e5b9ull ^
+         (uint64_t)p->key_split_blocks * 0x94d049bb133111ebull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
@@ -632,7 +639,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
         c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
         c->blocks_per_sm == p->blocks_per_sm && c->seqlen_q == p->seqlen_q &&
         c->seqlen_k == p->seqlen_k && c->causal == p->causal &&
-        c->block_counter == p->block_counter && c->key_splits == p->key_splits) {
+        c->block_counter == p->block_counter && c->key_split_blocks == p->key_split_blocks) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -642,9 +649,9 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     *c = (cached_decision){p->op,   p->table_op, p->rows,   p->cols,     (int32_t)p->dtype, p->align,
                            p->arch, d.variant, p->sm_count, p->smem_limit,     p->features,
                            p->optional_inputs, p->pointwise, p->no_tensor_maps, p->varlen,
-                           p->mem_bandwidth_gbs, p->key_splits,
-                           p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->causal,
-                           p->block_counter};
+                           p->mem_bandwidth_gbs,
+                           p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->key_split_blocks,
+                           p->causal,          p->block_counter};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

@@ -61,9 +61,9 @@ typedef struct tile_problem {
                          * program may take part of a row (column_tile variants) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed):
                              * variants that copy by them are not eligible */
-    int32_t key_splits; /* 1: an attention call that splits its keys on a variant of one
-                         * program a block (src/attention.c): the persistent ones, which never
-                         * split, are not eligible (unforced dispatch only) */
+    int64_t key_split_blocks; /* attention: the call's blocks of 64 rows where its keys may
+                               * split (src/attention.c: fixed lengths, a workspace that holds
+                               * two splits), else 0; tile_problem_splits_keys decides */
     int32_t varlen; /* 1: a varlen attention call, whose lengths are device data: causal, with a
                      * workspace, a tuned line's variant that walks blocks from its counter is
                      * taken over one of a fixed walk (weigh_attention) */
@@ -157,6 +157,10 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
 /* Programs of `variant` the device holds at once (SMs x resident per SM; 0 when unknown): what
  * a persistent variant launches at most. */
 int64_t tile_resident_programs(const tile_device *device, int32_t variant);
+/* Whether an attention call splits its keys (perf-notes A45): its key_split_blocks fill at most
+ * half of the device's SMs (132 where unknown). Dispatch then takes a variant of one program a
+ * block (persistent ones never split) and its deeper-ring twin; the launch splits. */
+int tile_problem_splits_keys(const tile_problem *p);
 /* tile_launch_programs, persistent variants clamped to their resident programs. */
 tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
                         tile_stream stream, void **args);

@@ -466,6 +466,7 @@ __device__ __forceinline__ T *out_of(const tile_attention_kernel_args &a, const 
 // exp(lse_s - lse) with lse = log sum_s exp(lse_s) (a split whose keys the row sees none of:
 // -inf, weight 0), and that split zeroes the block's counter again for the next call.
 // Splits are at most 32: a lane holds each one's log-sum-exp.
+constexpr int SPLIT_LOADS = 8; // shares a lane loads at once in the combine
 template <typename L, typename T>
 __device__ __forceinline__ void store_split(const tile_attention_kernel_args &a, const block &k,
                                             const state<L> &st) {
@@ -514,13 +515,22 @@ __device__ __forceinline__ void store_split(const tile_attention_kernel_args &a,
         const float scale = total > 0.0f ? 1.0f / total : 0.0f;
         for (int32_t c0 = 0; c0 < a.head_dim; c0 += 64) { // (uniform: every lane shuffles)
             const int32_t c = c0 + 2 * l;                 // a lane's two columns
+            const float *share = a.split_o + (first + row) * a.head_dim + c;
             float2 sum = make_float2(0.0f, 0.0f);
-            for (int32_t s = 0; s < a.splits; s++) {
-                const float w = __shfl_sync(0xffffffffu, weight, s);
-                if (c < a.head_dim) {
-                    const float2 x = __ldcg(reinterpret_cast<const float2 *>(
-                        a.split_o + (s * rows_a_split + first + row) * a.head_dim + c));
-                    sum.x += w * x.x, sum.y += w * x.y;
+            // Eight shares' loads in flight before their sums: one at a time, each an L2 round
+            // trip, the combine of 16 splits took longer than a split's keys.
+            for (int32_t s0 = 0; s0 < a.splits; s0 += SPLIT_LOADS) {
+                float2 x[SPLIT_LOADS];
+#pragma unroll
+                for (int j = 0; j < SPLIT_LOADS; j++)
+                    x[j] = s0 + j < a.splits && c < a.head_dim
+                               ? __ldcg(reinterpret_cast<const float2 *>(
+                                     share + (s0 + j) * rows_a_split * a.head_dim))
+                               : make_float2(0.0f, 0.0f);
+#pragma unroll
+                for (int j = 0; j < SPLIT_LOADS; j++) {
+                    const float w = __shfl_sync(0xffffffffu, weight, (s0 + j) & 31);
+                    sum.x += w * x[j].x, sum.y += w * x[j].y;
                 }
             }
             if (c < a.head_dim)

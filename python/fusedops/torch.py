@@ -36,7 +36,8 @@ from typing import Optional, Tuple
 import torch
 from torch import _C
 
-from ._lib import (FLASH_ATTENTION_WORKSPACE_BYTES, GROUPED_MATMUL_WORKSPACE_BYTES, NORM_LAYER,
+from ._lib import (FLASH_ATTENTION_WORKSPACE_BYTES, FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES,
+                   GROUPED_MATMUL_WORKSPACE_BYTES, NORM_LAYER,
                    NORM_RMS, AddNormArgs, FlashAttentionArgs, GroupedMatmulArgs, check,
                    fast_functions, library, set_strides)
 
@@ -208,8 +209,12 @@ _capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
 
 
 def _new_workspace(t: torch.Tensor, nbytes: int) -> torch.Tensor:
-    """A workspace of nbytes on t's device, zeroed on its current stream (before the kernel)."""
-    return torch.zeros(nbytes // 8, dtype=torch.int64, device=t.device)
+    """A workspace of nbytes on t's device, its counters zeroed on its current stream (before the
+    kernel): the first FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES (the grouped matmul's 64 bytes
+    whole); past them attention keeps only scratch, which a graph need not zero every replay."""
+    ws = torch.empty(nbytes // 8, dtype=torch.int64, device=t.device)
+    ws[:FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES // 8].zero_()
+    return ws
 
 
 def _workspace(t: torch.Tensor, op: str, nbytes: int) -> torch.Tensor:
