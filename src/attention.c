@@ -245,7 +245,9 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
                           .cols = a->head_dim, .align = align, .varlen = a->cu_seqlens_q != NULL,
                           .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
                           .causal = a->causal != 0, .block_counter = a->workspace != NULL,
-                          .key_split_blocks = key_split_blocks(a)};
+                          .key_split_blocks = key_split_blocks(a),
+                          /* (after the decode fold: GQA heads that read one K and V folded) */
+                          .streams_keys = a->heads_q == a->heads_kv && a->seqlen_q <= 64};
 }
 
 /* A stride for an axis of one position, whose stride the caller may leave at anything: one

@@ -98,6 +98,8 @@ static void runtime_table_load(void) {
     fclose(f);
 }
 
+static int streams_keys(const tile_problem *p);
+
 int tile_problem_splits_keys(const tile_problem *p) {
     const int64_t sms = p->sm_count > 0 ? p->sm_count : 132;
     return p->key_split_blocks > 0 && 2 * p->key_split_blocks <= sms;
@@ -371,10 +373,10 @@ double tile_heuristic_cost(const tile_variant *v, const tile_problem *p) {
         /* Longer key tiles: fewer barriers and rescales per key (rows_per_program is BLOCK_M;
          * the smem size grows with BLOCK_N, which is all the registry records of it). */
         cost *= 1.0 + 2048.0 / (double)(v->smem_bytes > 0 ? v->smem_bytes : 1);
-        /* A ring deeper than two stages (`wgmma3`) is for calls that split their keys, bound by
-         * the bytes in flight (take_deep_ring); elsewhere it measured nothing (perf-notes) and
-         * takes shared memory: never the pick, whatever the smem term above says. */
-        if (tile_variant_param(v, "STAGES") > 2 && !tile_problem_splits_keys(p)) cost *= 1.1;
+        /* A ring deeper than two stages (`wgmma3`) is for calls bound by the bytes of K and V
+         * in flight (take_deep_ring); elsewhere it measured nothing (perf-notes) and takes
+         * shared memory: never the pick, whatever the smem term above says. */
+        if (tile_variant_param(v, "STAGES") > 2 && !streams_keys(p)) cost *= 1.1;
         /* ... up to 128 keys: wider ones lose at 2048 keys (perf-notes A36), so the pick stays
          * at 128 and a long call takes the 144-key twin after it (take_long_key_tile). */
         if (tile_variant_param(v, "BLOCK_N") > 128) cost *= 1.03;
@@ -444,14 +446,19 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
     }
 }
 
-/* A call that splits its keys (decode, tile_problem_splits_keys) streams K and V one split a
- * program, bound by the bytes in flight an SM: the chosen variant's twin of one more stage
- * (family `wgmma3`: two key tiles of copies ahead, not one) measured 9-11% faster on an H200
- * where the splits fill the GPU (perf-notes A46). */
+/* Whether an attention call is bound by the bytes of K and V in flight an SM: it splits its
+ * keys (a split a program), or each block streams its own K and V for few rows (decode). */
+static int streams_keys(const tile_problem *p) {
+    return p->streams_keys || tile_problem_splits_keys(p);
+}
+
+/* Such a call takes the chosen variant's twin of one more stage (family `wgmma3`: two key tiles
+ * of copies ahead, not one): 9-11% faster on an H200 where splits fill the GPU (perf-notes
+ * A46), 10-19% on decode calls whose blocks fill it unsplit (A48). */
 static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
     const int64_t stages = tile_variant_param(v, "STAGES");
-    if (!tile_problem_splits_keys(p) || stages < 2 || !v->params) return;
+    if (!streams_keys(p) || stages < 2 || !v->params) return;
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *t = &tile_registry[i];
         if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "STAGES") != stages + 1 ||
@@ -461,7 +468,7 @@ static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
         decision->variant = i;
         const size_t used = strlen(decision->reason);
         snprintf(decision->reason + used, sizeof decision->reason - used,
-                 "; its twin of %lld stages (the keys split)", (long long)(stages + 1));
+                 "; its twin of %lld stages (K and V streamed)", (long long)(stages + 1));
         return;
     }
 }
@@ -612,7 +619,7 @@ typedef struct cached_decision {
     const int32_t *blocks_per_sm;
     int64_t seqlen_q, seqlen_k; /* (one head's work a shape splits otherwise) */
     int64_t key_split_blocks;
-    int32_t causal, block_counter;
+    int32_t causal, block_counter, streams_keys;
 } cached_decision;
 static _Thread_local cached_decision decision_cache[16];
 
@@ -629,7 +636,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
     /* nor attention calls of one query count in other sequence lengths or walks */
     h ^= (uint64_t)p->seqlen_q * 0xd6e8feb86659fd93ull ^ (uint64_t)p->seqlen_k ^
          (uint64_t)(p->causal + 2 * p->block_counter + 4 * p->varlen) * 0xbf58476d1ce4e5b9ull ^
-         (uint64_t)p->key_split_blocks * 0x94d049bb133111ebull;
+         (uint64_t)(p->key_split_blocks * 2 + p->streams_keys) * 0x94d049bb133111ebull;
     cached_decision *c = &decision_cache[(h ^ (h >> 29)) & 15];
     if (c->op == p->op && c->table_op == p->table_op && c->rows == p->rows && c->cols == p->cols && c->dtype == (int32_t)p->dtype &&
         c->align == p->align && c->arch == p->arch && c->sm_count == p->sm_count &&
@@ -639,7 +646,8 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
         c->mem_bandwidth_gbs == p->mem_bandwidth_gbs &&
         c->blocks_per_sm == p->blocks_per_sm && c->seqlen_q == p->seqlen_q &&
         c->seqlen_k == p->seqlen_k && c->causal == p->causal &&
-        c->block_counter == p->block_counter && c->key_split_blocks == p->key_split_blocks) {
+        c->block_counter == p->block_counter && c->key_split_blocks == p->key_split_blocks &&
+        c->streams_keys == p->streams_keys) {
         *variant = c->variant;
         return TILE_STATUS_SUCCESS;
     }
@@ -651,7 +659,7 @@ tile_status tile_dispatch_cached(const tile_problem *p, int32_t *variant) {
                            p->optional_inputs, p->pointwise, p->no_tensor_maps, p->varlen,
                            p->mem_bandwidth_gbs,
                            p->blocks_per_sm,   p->seqlen_q, p->seqlen_k, p->key_split_blocks,
-                           p->causal,          p->block_counter};
+                           p->causal,          p->block_counter, p->streams_keys};
     *variant = d.variant;
     return TILE_STATUS_SUCCESS;
 }

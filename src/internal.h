@@ -61,6 +61,10 @@ typedef struct tile_problem {
                          * program may take part of a row (column_tile variants) */
     int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed):
                              * variants that copy by them are not eligible */
+    int32_t streams_keys; /* attention: 1 where every block streams K and V of its own (no
+                           * GQA heads share them, after the decode fold) for at most 64 query
+                           * rows: bound by the bytes in flight, so its pick's deeper-ring twin
+                           * is taken (take_deep_ring) */
     int64_t key_split_blocks; /* attention: the call's blocks of 64 rows where its keys may
                                * split (src/attention.c: fixed lengths, a workspace that holds
                                * two splits), else 0; tile_problem_splits_keys decides */

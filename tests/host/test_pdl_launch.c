@@ -315,19 +315,24 @@ static void test_attention_splits(void **state) {
         if (full) assert_true(after.grid[0] >= 2 * 32 && after.grid[0] % 32 == 0);
         else assert_true(after.grid[0] <= 32);
     }
-    /* ... and a head-128 GQA decode call takes the three-stage twin of its pick (take_deep_ring:
-     * copies two key tiles ahead), which the same call without the splits' workspace does not. */
+    /* ... and a head-128 GQA decode call (folded: each block streams its own K and V) takes
+     * the three-stage twin of its pick (take_deep_ring: copies two key tiles ahead), with the
+     * splits' workspace or without; 3 queries a head in BSHD do not fold, so GQA heads share
+     * K and V: the twin only where the workspace makes the keys split. */
     const decode_case gqa = {"decode, GQA 4", 4, 1, 0, 0, 0, 1};
-    tile_flash_attention_args g = decode_args(TILE_DTYPE_BF16, 128, &gqa);
-    g.seqlen_k = 8192;
-    g.k_batch_stride = g.v_batch_stride = g.seqlen_k * g.k_seq_stride;
-    assert_status(tile_flash_attention_workspace_size(&g, &need), TILE_STATUS_SUCCESS);
-    g.workspace = DEV(WORKSPACE);
-    for (int full = 0; full < 2; full++) {
-        g.workspace_bytes = full ? need : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
-        assert_status(tile_flash_attention_explain(&g, 0, &d), TILE_STATUS_SUCCESS);
-        const tile_variant_info chosen = variant_info(d.variant);
-        assert_int_equal(param(&chosen, "STAGES") == 3, full && arch == 90); /* (sm_90 only) */
+    const decode_case bshd = {"3 queries, BSHD: not folded", 4, 3, 0, 0, 0, 0};
+    for (int fold = 0; fold < 2; fold++) {
+        tile_flash_attention_args g = decode_args(TILE_DTYPE_BF16, 128, fold ? &gqa : &bshd);
+        g.seqlen_k = 8192;
+        g.k_batch_stride = g.v_batch_stride = g.seqlen_k * g.k_seq_stride;
+        assert_status(tile_flash_attention_workspace_size(&g, &need), TILE_STATUS_SUCCESS);
+        g.workspace = DEV(WORKSPACE);
+        for (int full = 0; full < 2; full++) {
+            g.workspace_bytes = full ? need : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+            assert_status(tile_flash_attention_explain(&g, 0, &d), TILE_STATUS_SUCCESS);
+            const tile_variant_info chosen = variant_info(d.variant);
+            assert_int_equal(param(&chosen, "STAGES") == 3, (fold || full) && arch == 90);
+        }
     }
     /* Varlen calls and calls of too many blocks split nothing: the counter's bytes suffice. */
     tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, 128, 0);
