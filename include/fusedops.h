@@ -321,7 +321,7 @@ typedef struct tile_flash_attention_args {
      * scratch. On Hopper the programs of the warp-specialized head-dim-64 variants of
      * 128-row blocks then take query blocks from a counter in it as they finish, not in a
      * fixed order; where it is large enough (tile_flash_attention_workspace_size), a
-     * fixed-length call of too few query blocks to fill the GPU splits the keys over more
+     * call of too few query blocks to fill the GPU splits the keys over more
      * programs and combines their shares in the workspace (decode). Other variants and calls
      * leave it untouched. Calls that share a workspace must not run at the same time (one
      * stream, or one call in flight). */

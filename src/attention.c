@@ -155,7 +155,7 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     return TILE_STATUS_SUCCESS;
 }
 
-/* Splits of the keys (perf-notes A45). A fixed-length call of fewer query blocks than the GPU
+/* Splits of the keys (perf-notes A45, A49). A call of fewer query blocks than the GPU
  * has programs at once (decode: a few queries a head against a long cache) leaves SMs idle and
  * walks every key in one program a block. Split s of a block then reads keys s x split_keys
  * onwards, and the block's last split to finish combines the splits' shares (fp32 O / sum and
@@ -176,10 +176,10 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
 _Static_assert(SPLIT_SHARES_OFFSET == SPLIT_COUNTERS_OFFSET + 4 * SPLIT_COUNTERS,
                "the counters end where the shares begin");
 
-/* The splits a (folded) call may take at most, on any GPU: 1 where it takes none (varlen, or
- * too many blocks or too few keys). */
+/* The splits a (folded) call may take at most, on any GPU: 1 where it takes none (too many
+ * blocks or too few keys; varlen calls by their longest sequences). */
 static int64_t split_limit(const tile_flash_attention_args *a) {
-    if (a->cu_seqlens_q || a->seqlen_q < 1) return 1;
+    if (a->seqlen_q < 1) return 1;
     const int64_t blocks = (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
     if (blocks > SPLIT_COUNTERS) return 1;
     int64_t n = a->seqlen_k / SPLIT_MIN_KEYS;
@@ -189,7 +189,8 @@ static int64_t split_limit(const tile_flash_attention_args *a) {
 }
 
 /* Bytes of the workspace a call of `splits` splits uses (0 for none); the shares' rows are the
- * folded call's (batch x heads_q x seqlen_q, the same rows as the caller's). */
+ * folded call's (batch x heads_q x seqlen_q, the same rows as the caller's; varlen: seqlen_q
+ * rows a sequence, the longest). */
 static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
     if (splits < 2) return 0;
     const int64_t rows = splits * a->batch * a->heads_q * a->seqlen_q; /* <= 2^35 (check_args) */
@@ -226,8 +227,8 @@ static void fold_query_heads(tile_flash_attention_args *a) {
 }
 
 /* The (folded) call's blocks of 64 rows where its keys may split on a variant of one program a
- * block, as far as the shape and workspace tell: fixed lengths, keys for two splits and a
- * workspace that holds them; else 0. Whether they do, tile_problem_splits_keys decides with
+ * block, as far as the shape and workspace tell: keys for two splits and a workspace that
+ * holds them; else 0. Whether they do, tile_problem_splits_keys decides with
  * the device's SMs (dispatch and launch alike); split_of then counts the splits. */
 static int64_t key_split_blocks(const tile_flash_attention_args *a) {
     const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;

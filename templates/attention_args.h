@@ -70,11 +70,12 @@ typedef struct tile_attention_kernel_args {
      * blocks over (grid param HANDED) take each next query block from it as they finish
      * (perf-notes A28); the host gives it to no other. */
     unsigned long long *block_counter;
-    /* A split of the keys (splits > 1; fixed lengths, variants of one program a block,
-     * src/attention.c): the walk's batch is batch x splits, split s of a block reads keys
+    /* A split of the keys (splits > 1; variants of one program a block, src/attention.c):
+     * the walk's batch is batch x splits, split s of a block reads its sequence's keys
      * [s x split_keys, (s + 1) x split_keys) and leaves its rows' O / sum and log-sum-exp in
-     * split_o ([splits, batch, heads_q, seqlen_q, head_dim]) and split_lse (the same without
-     * head_dim); the last split of a block to count itself in at split_counters
+     * split_o ([splits, batch, heads_q, seqlen_q, head_dim]; varlen: seqlen_q the longest) and
+     * split_lse (the same without head_dim); the last split of a block to count itself in at
+     * split_counters
      * ([batch, heads_q, m_blocks], zeroed) combines them into o and lse (store_split). */
     int32_t splits, split_keys;
     float *split_o, *split_lse;

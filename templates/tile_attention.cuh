@@ -132,11 +132,12 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     k.m0 = mb * L::BLOCK_M;
     k.empty = none || k.m0 >= k.seq_q;
     k.diagonal = k.seq_k - k.seq_q;
-    if (a.splits > 1) { // fixed lengths (the host's rule): keys from the split's first, in
-                        // its own numbering, so the diagonal moves back by as many
-        k.k_start = (int64_t)k.split * a.split_keys;
-        k.diagonal -= (int32_t)k.k_start;
-        k.seq_k = min(a.split_keys, k.seq_k - (int32_t)k.k_start);
+    if (a.splits > 1) { // keys from the split's first, in its own numbering, so the diagonal
+                        // moves back by as many (a short sequence's last splits see none)
+        const int32_t skip = k.split * a.split_keys;
+        k.k_start += skip;
+        k.diagonal -= skip;
+        k.seq_k = max(0, min(a.split_keys, k.seq_k - skip));
     }
     int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
     if (a.causal) {

@@ -729,16 +729,16 @@ def _flash_attention_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen
     total_q, h_q, d = q.shape
     total_k, h_kv = k.shape[0], k.shape[1]
     o = torch.empty((total_q, h_q, d), dtype=q.dtype, device=q.device)
-    ws = _workspace(q, "tile_flash_attention", FLASH_ATTENTION_WORKSPACE_BYTES)
-    a = FlashAttentionArgs(  # (varlen calls split no keys: the counter's 64 bytes)
+    a = FlashAttentionArgs(
         struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype],
         batch=cu_q.numel() - 1, heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)),
         seqlen_q=max_seqlen_q, seqlen_k=max_seqlen_k, scale=0.0 if scale is None else scale,
         o=o.data_ptr(), q=q2.data_ptr(), k=k2.data_ptr(), v=v2.data_ptr(),
         cu_seqlens_q=cu_q.data_ptr(), cu_seqlens_k=cu_k.data_ptr(), total_q=total_q,
-        total_k=total_k, workspace=ws.data_ptr())
+        total_k=total_k)
     for name, t in (("q", q2), ("k", k2), ("v", v2), ("o", o)):
         set_strides(a, name, (0,) + tuple(t.stride()))  # [tokens, heads, head_dim]: no batch axis
+    ws = _attention_workspace(q, a)  # held until after the launch
     _launch(q, op, "tile_flash_attention", ctypes.byref(a))
     return o
 

@@ -354,6 +354,10 @@ static void run_case(const char *label, const attn_case *c) {
 
 static const int32_t ragged_q[] = {0, 1, 77, 300, 130};
 static const int32_t ragged_k[] = {5, 1, 77, 513, 0};
+/* varlen decode: one query a sequence (or none) against caches of 0 to 5000 keys; split, the
+ * short caches' last splits see no key */
+static const int32_t decode_q[] = {1, 1, 0, 1, 1};
+static const int32_t decode_k[] = {3000, 17, 0, 5000, 1};
 
 /* The dispatcher on the shapes, both dtypes. */
 static void dispatcher_cases(void) {
@@ -396,6 +400,8 @@ static void dispatcher_cases(void) {
             {-1, dt, 1, 4, 2, 256, 1, 2500, 0, BSHD, NULL, NULL, 1, 0, 9007, 0},
             {-1, dt, 1, 4, 4, 128, 3, 5000, 1, BSHD, NULL, NULL, 1, 0, 9009, 0},
             {-1, dt, 1, 2, 2, 64, 100, 4096, 1, BSHD, NULL, NULL, 1, 0, 9011, 0},
+            {-1, dt, 5, 8, 8, 128, 0, 0, 0, BSHD, decode_q, decode_k, 1, 0, 9013, 0},
+            {-1, dt, 5, 8, 2, 64, 0, 0, 1, BHSD, decode_q, decode_k, 1, 0, 9015, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case("dispatch", &cases[i]);
         static const int32_t dims[] = {8, 32, 40, 80, 96, 136, 160, 256};
@@ -455,6 +461,7 @@ static void variant_cases(void) {
              * split ragged), GQA folded; causal few-query calls split with the diagonal moved */
             {i, info.dtype, 1, 16, 4, d, 1, 2900, 0, BSHD_PADDED, NULL, NULL, 1, 0, seed + 17, 0},
             {i, info.dtype, 2, 2, 2, narrow, 7, 1500, 1, BHSD, NULL, NULL, 1, 0, seed + 19, 0},
+            {i, info.dtype, 5, 4, 2, d, 0, 0, 1, BSHD_PADDED, decode_q, decode_k, 1, 0, seed + 21, 0},
         };
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) run_case(info.name, &cases[j]);
     }

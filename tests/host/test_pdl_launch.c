@@ -334,7 +334,7 @@ static void test_attention_splits(void **state) {
             assert_int_equal(param(&chosen, "STAGES") == 3, (fold || full) && arch == 90);
         }
     }
-    /* Varlen calls and calls of too many blocks split nothing: the counter's bytes suffice. */
+    /* Calls of too many blocks split nothing: the counter's bytes suffice. */
     tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, 128, 0);
     size_t bytes = 0;
     assert_status(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);

@@ -1480,7 +1480,7 @@ static void test_attention_workspace_bytes(void **state) {
 }
 
 /* tile_flash_attention_workspace_size: the counter's bytes where a call cannot split its keys
- * (too few keys, varlen, too many blocks), more where it can, growing with the keys up to 32
+ * (too few keys, too many blocks), more where it can (varlen calls too), growing with the keys up to 32
  * splits; validated as explain (its workspace fields aside), *bytes untouched on failure. */
 static void test_attention_workspace_size(void **state) {
     (void)state;
@@ -1525,7 +1525,11 @@ static void test_attention_workspace_size(void **state) {
         assert_true(bytes >= last);
         last = bytes;
     }
+    /* varlen: as fixed lengths of the longest sequences (no fold: 2 query heads a sequence) */
     attn_varlen(&a);
+    assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
+    assert_int_equal(bytes, last);
+    a.seqlen_k = 300; /* one split's keys */
     assert_int_equal(tile_flash_attention_workspace_size(&a, &bytes), TILE_STATUS_SUCCESS);
     assert_int_equal(bytes, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
     assert_attn_untouched();
