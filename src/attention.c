@@ -1,5 +1,7 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "attention_args.h"
 #include "attention_tune_grid.h"
@@ -724,5 +726,12 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     fold_query_heads(&a);
     tile_problem p = problem_of(&a, al.bytes);
     s = tile_explain_problem(fn, &p, arch, decision);
+    const tile_variant *v = s == TILE_STATUS_SUCCESS ? &tile_registry[decision->variant] : NULL;
+    if (v && tile_problem_splits_keys(&p) && !v->persistent && !tile_variant_uses_tensor_maps(v)) {
+        /* (the count is the launch's: the device's resident programs of the variant) */
+        const size_t used = strlen(decision->reason);
+        snprintf(decision->reason + used, sizeof decision->reason - used,
+                 "; its keys split over programs (2 to %lld)", (long long)split_limit(&a));
+    }
     return tile_name_misaligned(fn, s, &al);
 }

@@ -308,6 +308,7 @@ static void test_attention_splits(void **state) {
         assert_status(tile_flash_attention_explain(&m, 0, &d), TILE_STATUS_SUCCESS);
         const tile_variant_info chosen = variant_info(d.variant);
         if (full) assert_int_equal(attention_maps(&chosen), 0);
+        assert_int_equal(strstr(d.reason, "its keys split over programs") != NULL, full);
         const fake_cuda_launch before = recorded();
         assert_status(tile_flash_attention(&m, STREAM), TILE_STATUS_SUCCESS);
         const fake_cuda_launch after = recorded();
