@@ -295,7 +295,8 @@ static const versioned_op attention_entry_points = {
  * seqlen_k (int64), scale (4 raw bytes), a flag byte, total_q, total_k (int64), 12 strides
  * (int64, each replacing the dense BSHD stride when its bit of a 2-byte mask is set), 4 pointer
  * offsets (2 bytes each), arch, a variant index, a struct size, a workspace byte (since 0.8.0,
- * take_workspace). */
+ * take_workspace), a workspace_bytes byte (since 0.9.0: 0 to 63 as they are, above that
+ * multiples of 4096). */
 static int fuzz_attention(reader *r, uint8_t dsel) {
     tile_flash_attention_args a;
     memset(&a, 0, sizeof a);
@@ -349,11 +350,21 @@ static int fuzz_attention(reader *r, uint8_t dsel) {
     const int32_t index = take_i32(r);
     const size_t struct_size = (flags & 0x20) ? (size_t)take(r, 2) % (2 * sizeof a) : sizeof a;
     a.workspace = take_workspace(r, base + 0x8000000);
+    const uint8_t bytes_byte = (uint8_t)take(r, 1);
+    a.workspace_bytes = bytes_byte < 64 ? bytes_byte : (size_t)(bytes_byte - 63) * 4096;
 
     const int valid =
         fuzz_versioned(&attention_entry_points, &a, sizeof a, a.dtype, arch, index, struct_size);
     /* what fusedops.h promises of a workspace that passes (else the library saw it zeroed) */
-    if (valid && struct_size >= sizeof a) CHECK((uintptr_t)a.workspace % 8 == 0);
+    if (valid && struct_size >= sizeof a) {
+        CHECK((uintptr_t)a.workspace % 8 == 0);
+        CHECK(a.workspace_bytes == 0 ||
+              (a.workspace && a.workspace_bytes >= TILE_FLASH_ATTENTION_WORKSPACE_BYTES));
+    }
+    /* the size function takes what explain takes, its workspace fields aside */
+    size_t need = 0;
+    const tile_status sized = tile_flash_attention_workspace_size(&a, &need);
+    if (sized == TILE_STATUS_SUCCESS) CHECK(need >= TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
     return 0;
 }
 
