@@ -178,11 +178,28 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
 _Static_assert(SPLIT_SHARES_OFFSET == SPLIT_COUNTERS_OFFSET + 4 * SPLIT_COUNTERS,
                "the counters end where the shares begin");
 
+/* The (folded) call's query blocks of 64 rows, the narrowest any variant takes (check_args
+ * keeps them at 2^30 or fewer). */
+static int64_t blocks_of_64(const tile_flash_attention_args *a) {
+    return (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
+}
+
+/* The bytes of a call's workspace (0 reads as the counter's). */
+static size_t workspace_room(const tile_flash_attention_args *a) {
+    return a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
+}
+
+/* Whether v's kernel can split keys: one program a block, storing by threads (the persistent,
+ * warp-specialized kernels store no shares). */
+static int variant_splits_keys(const tile_variant *v) {
+    return !v->persistent && !tile_variant_uses_tensor_maps(v);
+}
+
 /* The splits a (folded) call may take at most, on any GPU: 1 where it takes none (too many
  * blocks or too few keys; varlen calls by their longest sequences). */
 static int64_t split_limit(const tile_flash_attention_args *a) {
     if (a->seqlen_q < 1) return 1;
-    const int64_t blocks = (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
+    const int64_t blocks = blocks_of_64(a);
     if (blocks > SPLIT_COUNTERS) return 1;
     int64_t n = a->seqlen_k / SPLIT_MIN_KEYS;
     const int64_t fill = (SPLIT_PROGRAMS + blocks - 1) / blocks;
@@ -193,11 +210,15 @@ static int64_t split_limit(const tile_flash_attention_args *a) {
 /* Bytes of the workspace a call of `splits` splits uses (0 for none); the shares' rows are the
  * folded call's (batch x heads_q x seqlen_q, the same rows as the caller's; varlen: seqlen_q
  * rows a sequence, the longest). */
+static int64_t split_rows(const tile_flash_attention_args *a, int64_t splits) {
+    return splits * a->batch * a->heads_q * a->seqlen_q; /* <= 2^35 (check_args) */
+}
+/* The shares' log-sum-exps, in floats: the O shares after them start 16-byte aligned. */
+static int64_t split_lse_floats(int64_t rows) { return (rows + 3) / 4 * 4; }
 static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
     if (splits < 2) return 0;
-    const int64_t rows = splits * a->batch * a->heads_q * a->seqlen_q; /* <= 2^35 (check_args) */
-    const int64_t lse_floats = (rows + 3) / 4 * 4; /* the O shares start 16-byte aligned */
-    return SPLIT_SHARES_OFFSET + (size_t)(lse_floats + rows * a->head_dim) * sizeof(float);
+    const int64_t rows = split_rows(a, splits);
+    return SPLIT_SHARES_OFFSET + (size_t)(split_lse_floats(rows) + rows * a->head_dim) * sizeof(float);
 }
 
 /* Decode-shaped calls (fewer queries a head than the narrowest block's 64 rows) waste most of
@@ -233,9 +254,8 @@ static void fold_query_heads(tile_flash_attention_args *a) {
  * holds them; else 0. Whether they do, tile_problem_splits_keys decides with
  * the device's SMs (dispatch and launch alike); split_of then counts the splits. */
 static int64_t key_split_blocks(const tile_flash_attention_args *a) {
-    const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
-    if (!a->workspace || split_limit(a) < 2 || room < split_bytes(a, 2)) return 0;
-    return (int64_t)a->batch * a->heads_q * ((a->seqlen_q + 63) / 64);
+    if (!a->workspace || split_limit(a) < 2 || workspace_room(a) < split_bytes(a, 2)) return 0;
+    return blocks_of_64(a);
 }
 
 /* The problem as dispatch sees it: rows are the query rows of all heads (the work), cols the
@@ -568,9 +588,8 @@ static key_split split_of(const tile_device *device, int32_t variant,
                           const tile_flash_attention_args *a, int64_t m_blocks, int allowed) {
     const tile_variant *v = &tile_registry[variant];
     key_split none = {1, a->seqlen_k};
-    const size_t room = a->workspace_bytes ? a->workspace_bytes : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
-    if (!allowed || v->persistent || tile_variant_uses_tensor_maps(v) || !a->workspace ||
-        room < SPLIT_SHARES_OFFSET)
+    const size_t room = workspace_room(a);
+    if (!allowed || !variant_splits_keys(v) || !a->workspace || room < SPLIT_SHARES_OFFSET)
         return none;
     const int64_t blocks = (int64_t)a->batch * a->heads_q * m_blocks;
     if (blocks > SPLIT_COUNTERS) return none; /* (the counters' room: split_limit's bound) */
@@ -652,10 +671,9 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
     };
     if (split.splits > 1) {
         unsigned char *ws = a->workspace;
-        const int64_t rows = split.splits * a->batch * a->heads_q * a->seqlen_q;
         k.split_counters = (unsigned *)(ws + SPLIT_COUNTERS_OFFSET);
         k.split_lse = (float *)(ws + SPLIT_SHARES_OFFSET);
-        k.split_o = k.split_lse + (rows + 3) / 4 * 4;
+        k.split_o = k.split_lse + split_lse_floats(split_rows(a, split.splits));
     }
     if (tile_variant_uses_tensor_maps(v)) {
         const tile_status s = encode_maps(fn, v, a, &k);
@@ -727,7 +745,7 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     tile_problem p = problem_of(&a, al.bytes);
     s = tile_explain_problem(fn, &p, arch, decision);
     const tile_variant *v = s == TILE_STATUS_SUCCESS ? &tile_registry[decision->variant] : NULL;
-    if (v && tile_problem_splits_keys(&p) && !v->persistent && !tile_variant_uses_tensor_maps(v)) {
+    if (v && tile_problem_splits_keys(&p) && variant_splits_keys(v)) {
         /* (the count is the launch's: the device's resident programs of the variant) */
         const size_t used = strlen(decision->reason);
         snprintf(decision->reason + used, sizeof decision->reason - used,

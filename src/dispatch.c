@@ -98,11 +98,15 @@ static void runtime_table_load(void) {
     fclose(f);
 }
 
-static int streams_keys(const tile_problem *p);
-
 int tile_problem_splits_keys(const tile_problem *p) {
     const int64_t sms = p->sm_count > 0 ? p->sm_count : 132;
     return p->key_split_blocks > 0 && 2 * p->key_split_blocks <= sms;
+}
+
+/* Whether an attention call is bound by the bytes of K and V in flight an SM: it splits its
+ * keys (a split a program), or each block streams its own K and V for few rows (decode). */
+static int streams_keys(const tile_problem *p) {
+    return p->streams_keys || tile_problem_splits_keys(p);
 }
 
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why) {
@@ -114,8 +118,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
-    else if (p->key_split_blocks && v->persistent && tile_problem_splits_keys(p))
-        reason = "key splits";
+    else if (v->persistent && tile_problem_splits_keys(p)) reason = "key splits";
     /* after arch: a call no variant's arch takes is ARCH_MISMATCH (tile_dispatch) */
     else if (v->column_tile && !p->pointwise) reason = "row statistics";
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
@@ -446,15 +449,10 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
     }
 }
 
-/* Whether an attention call is bound by the bytes of K and V in flight an SM: it splits its
- * keys (a split a program), or each block streams its own K and V for few rows (decode). */
-static int streams_keys(const tile_problem *p) {
-    return p->streams_keys || tile_problem_splits_keys(p);
-}
-
-/* Such a call takes the chosen variant's twin of one more stage (family `wgmma3`: two key tiles
- * of copies ahead, not one): 9-11% faster on an H200 where splits fill the GPU (perf-notes
- * A46), 10-19% on decode calls whose blocks fill it unsplit (A48). */
+/* A call bound by the bytes of K and V in flight (streams_keys) takes the chosen variant's twin
+ * of one more stage (family `wgmma3`: two key tiles of copies ahead, not one): 9-11% faster on
+ * an H200 where splits fill the GPU (perf-notes A46), 10-19% on decode calls whose blocks fill
+ * it unsplit (A48). */
 static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
     const int64_t stages = tile_variant_param(v, "STAGES");

@@ -66,8 +66,8 @@ typedef struct tile_problem {
                            * rows: bound by the bytes in flight, so its pick's deeper-ring twin
                            * is taken (take_deep_ring) */
     int64_t key_split_blocks; /* attention: the call's blocks of 64 rows where its keys may
-                               * split (src/attention.c: fixed lengths, a workspace that holds
-                               * two splits), else 0; tile_problem_splits_keys decides */
+                               * split (src/attention.c: keys and a workspace for two splits),
+                               * else 0; tile_problem_splits_keys decides */
     int32_t varlen; /* 1: a varlen attention call, whose lengths are device data: causal, with a
                      * workspace, a tuned line's variant that walks blocks from its counter is
                      * taken over one of a fixed walk (weigh_attention) */

@@ -75,8 +75,8 @@ typedef struct tile_attention_kernel_args {
      * [s x split_keys, (s + 1) x split_keys) and leaves its rows' O / sum and log-sum-exp in
      * split_o ([splits, batch, heads_q, seqlen_q, head_dim]; varlen: seqlen_q the longest) and
      * split_lse (the same without head_dim); the last split of a block to count itself in at
-     * split_counters
-     * ([batch, heads_q, m_blocks], zeroed) combines them into o and lse (store_split). */
+     * split_counters ([batch, heads_q, m_blocks], zeroed) combines them into o and lse
+     * (store_split). */
     int32_t splits, split_keys;
     float *split_o, *split_lse;
     unsigned *split_counters;

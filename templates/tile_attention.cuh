@@ -461,7 +461,7 @@ __device__ __forceinline__ T *out_of(const tile_attention_kernel_args &a, const 
            (int64_t)k.h * a.o_head;
 }
 
-// A key split's share (a.splits > 1: fixed lengths, one program a block; perf-notes A45): the
+// A key split's share (a.splits > 1: one program a block; perf-notes A45, A49): the
 // block's O / sum over its keys in fp32 and their log-sum-exp go to the caller's workspace, then
 // the last of the block's splits to count itself in combines them all. Split s of row i weighs
 // exp(lse_s - lse) with lse = log sum_s exp(lse_s) (a split whose keys the row sees none of:
