@@ -222,23 +222,37 @@ static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
 }
 
 /* Decode-shaped calls (fewer queries a head than the narrowest block's 64 rows) waste most of
- * a block's rows, and each query head of a GQA group reads its key/value head again. Where the
- * query heads of one key/value head can be read as one sequence, the call becomes one of
- * heads_kv heads of (heads_q / heads_kv) x seqlen_q queries each: rows (head i of the group,
- * query s) at i * seqlen_q + s, which strides describe when there is one query a head (the
- * rows a head apart) or the heads' queries lie back to back (head stride = seqlen_q x seq
- * stride, BHSD) in q and o alike. Every row still sees its own keys: with one query a head
- * the causal mask (bottom-right) hides none of them, and longer queries fold only without it.
- * The log-sum-exp layout [batch, heads_q, seqlen_q] reads the same either way. Nothing is
- * copied; the kernels see an ordinary call (perf-notes A44), whose lengths stay 32-bit. */
-static void fold_query_heads(tile_flash_attention_args *a) {
+ * a block's rows, and each query head of a GQA group reads its key/value head again. So the
+ * query heads of one key/value head become one sequence: the call one of heads_kv heads of
+ * (heads_q / heads_kv) x seqlen_q queries each, rows (head i of the group, query s) at
+ * i x seqlen_q + s, reading each K and V once (perf-notes A44, A50). Two ways:
+ * - by strides, where they describe those rows (one query a head: the rows a head apart; or
+ *   the heads' queries back to back, head stride = seqlen_q x seq stride, BHSD, without the
+ *   causal mask): the kernels see an ordinary call, so any variant takes it. With one query a
+ *   head the causal mask (bottom-right) hides no key, so it goes;
+ * - by the kernels (the returned fold; by_kernel, and FOLD_ROWS at most): any layout, causal,
+ *   varlen (a sequence's n queries, n x ratio rows); the variants that copy Q and store O by
+ *   threads map each row to its head and query (tile::attn::query_offset), so dispatch takes
+ *   no variant of tensor maps (problem_of).
+ * The log-sum-exp keeps its layout either way. Nothing is copied; lengths stay 32-bit. */
+#define FOLD_ROWS 128 /* a key/value head's rows folded by the kernels: two 64-row blocks */
+typedef struct query_fold {
+    int32_t heads;                         /* query heads a folded sequence holds; 1: none */
+    int64_t q_stride, o_stride, lse_stride; /* the caller's, between those heads */
+} query_fold;
+static query_fold fold_query_heads(tile_flash_attention_args *a, int by_kernel) {
+    const query_fold none = {1, 0, 0, 0};
     const int64_t ratio = a->heads_q / a->heads_kv, sq = a->seqlen_q;
-    if (ratio < 2 || a->cu_seqlens_q || sq >= 64 || ratio * sq > INT32_MAX) return;
-    const int one = sq == 1;
-    if (!one && (a->causal || a->q_head_stride != sq * a->q_seq_stride ||
-                 a->o_head_stride != sq * a->o_seq_stride))
-        return;
-    if (one) {
+    const int varlen = a->cu_seqlens_q != NULL;
+    if (ratio < 2 || sq < 1 || sq >= 64 || ratio * sq > INT32_MAX) return none;
+    const int by_strides = !varlen && (sq == 1 || (!a->causal && a->q_head_stride == sq * a->q_seq_stride &&
+                                                    a->o_head_stride == sq * a->o_seq_stride));
+    if (!by_strides && (!by_kernel || ratio * sq > FOLD_ROWS)) return none;
+    query_fold fold = none;
+    if (!by_strides) {
+        fold = (query_fold){(int32_t)ratio, a->q_head_stride, a->o_head_stride,
+                            varlen ? a->total_q : sq};
+    } else if (sq == 1) {
         a->q_seq_stride = a->q_head_stride;
         a->o_seq_stride = a->o_head_stride;
         a->causal = 0;
@@ -247,6 +261,7 @@ static void fold_query_heads(tile_flash_attention_args *a) {
     a->o_head_stride *= ratio;
     a->heads_q = a->heads_kv;
     a->seqlen_q = ratio * sq;
+    return fold;
 }
 
 /* The (folded) call's blocks of 64 rows where its keys may split on a variant of one program a
@@ -260,7 +275,8 @@ static int64_t key_split_blocks(const tile_flash_attention_args *a) {
 
 /* The problem as dispatch sees it: rows are the query rows of all heads (the work), cols the
  * head dimension (a variant takes heads up to its max_cols). */
-static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align) {
+static tile_problem problem_of(const tile_flash_attention_args *a, const query_fold *fold,
+                               int32_t align) {
     int64_t rows = (int64_t)a->batch * a->heads_q; /* < 2^62 */
     const int64_t seq = a->seqlen_q > 0 ? a->seqlen_q : 1;
     rows = rows > INT64_MAX / seq ? INT64_MAX : rows * seq;
@@ -268,6 +284,7 @@ static tile_problem problem_of(const tile_flash_attention_args *a, int32_t align
                           .cols = a->head_dim, .align = align, .varlen = a->cu_seqlens_q != NULL,
                           .seqlen_q = a->seqlen_q, .seqlen_k = a->seqlen_k,
                           .causal = a->causal != 0, .block_counter = a->workspace != NULL,
+                          .no_tensor_maps = fold->heads > 1, /* (a map's rows are one head's) */
                           .key_split_blocks = key_split_blocks(a),
                           /* (after the decode fold: GQA heads that read one K and V folded) */
                           .streams_keys = a->heads_q == a->heads_kv && a->seqlen_q <= 64};
@@ -604,8 +621,8 @@ static key_split split_of(const tile_device *device, int32_t variant,
 }
 
 static tile_status launch(const char *fn, const tile_device *device, int32_t variant,
-                          const tile_flash_attention_args *a, int split_allowed,
-                          tile_stream stream) {
+                          const tile_flash_attention_args *a, const query_fold *fold,
+                          int split_allowed, tile_stream stream) {
     const tile_variant *v = &tile_registry[variant];
     if (a->seqlen_q == 0) return TILE_STATUS_SUCCESS; /* varlen, every sequence empty */
     const int varlen = a->cu_seqlens_q != NULL;
@@ -646,7 +663,9 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .o_seq = a->o_seq_stride,
         .o_head = a->o_head_stride,
         .lse_batch = varlen ? 0 : (int64_t)a->heads_q * a->seqlen_q,
-        .lse_head = varlen ? a->total_q : a->seqlen_q,
+        .lse_head = fold->heads > 1 ? fold->heads * fold->lse_stride
+                    : varlen        ? a->total_q
+                                    : a->seqlen_q,
         .batch = (int32_t)(a->batch * split.splits),
         .heads_q = a->heads_q,
         .heads_kv = a->heads_kv,
@@ -668,6 +687,10 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .block_counter = counted ? a->workspace : NULL,
         .splits = (int32_t)split.splits,
         .split_keys = (int32_t)split.split_keys,
+        .fold = fold->heads,
+        .q_fold = fold->q_stride,
+        .o_fold = fold->o_stride,
+        .lse_fold = fold->lse_stride,
     };
     if (split.splits > 1) {
         unsigned char *ws = a->workspace;
@@ -692,16 +715,18 @@ static tile_status run(const char *fn, int forced, int32_t variant,
     if (s != TILE_STATUS_SUCCESS) return s;
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
-    fold_query_heads(&a);
-    tile_problem p = problem_of(&a, al.bytes);
-    /* (forced: any variant runs, a persistent one unsplit) */
+    /* (forced: any variant runs, a persistent one unsplit, one of tensor maps unfolded) */
+    const int maps = forced && variant >= 0 && variant < tile_registry_count &&
+                     tile_variant_uses_tensor_maps(&tile_registry[variant]);
+    const query_fold fold = fold_query_heads(&a, !maps);
+    tile_problem p = problem_of(&a, &fold, al.bytes);
     if (forced) p.key_split_blocks = 0;
     const tile_device *device;
     if ((s = tile_choose_variant(fn, forced, &variant, &p, &al, &device))) return s;
     const int split = forced || tile_problem_splits_keys(&p); /* (p has the device's SMs now) */
-    s = launch(fn, device, variant, &a, split, stream);
+    s = launch(fn, device, variant, &a, &fold, split, stream);
     const int32_t other = tile_tensor_map_fallback(&p, variant, forced, s);
-    return other >= 0 ? launch(fn, device, other, &a, split, stream) : s;
+    return other >= 0 ? launch(fn, device, other, &a, &fold, split, stream) : s;
 }
 
 tile_status tile_flash_attention(const tile_flash_attention_args *args, tile_stream stream) {
@@ -725,7 +750,7 @@ tile_status tile_flash_attention_workspace_size(const tile_flash_attention_args 
     a.workspace_bytes = 0;
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
-    fold_query_heads(&a);
+    (void)fold_query_heads(&a, 1);
     const size_t split = split_bytes(&a, split_limit(&a));
     *bytes = split > TILE_FLASH_ATTENTION_WORKSPACE_BYTES ? split : TILE_FLASH_ATTENTION_WORKSPACE_BYTES;
     return TILE_STATUS_SUCCESS;
@@ -741,8 +766,8 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     if ((s = copy_args(fn, args, &a)) != TILE_STATUS_SUCCESS) return s;
     tile_alignment al;
     if ((s = check_args(fn, &a, &al)) != TILE_STATUS_SUCCESS) return s;
-    fold_query_heads(&a);
-    tile_problem p = problem_of(&a, al.bytes);
+    const query_fold fold = fold_query_heads(&a, 1);
+    tile_problem p = problem_of(&a, &fold, al.bytes);
     s = tile_explain_problem(fn, &p, arch, decision);
     const tile_variant *v = s == TILE_STATUS_SUCCESS ? &tile_registry[decision->variant] : NULL;
     if (v && tile_problem_splits_keys(&p) && variant_splits_keys(v)) {
@@ -750,6 +775,11 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
         const size_t used = strlen(decision->reason);
         snprintf(decision->reason + used, sizeof decision->reason - used,
                  "; its keys split over programs (2 to %lld)", (long long)split_limit(&a));
+    }
+    if (v && fold.heads > 1) {
+        const size_t used = strlen(decision->reason);
+        snprintf(decision->reason + used, sizeof decision->reason - used,
+                 "; %d query heads a key/value head fold into its rows", (int)fold.heads);
     }
     return tile_name_misaligned(fn, s, &al);
 }

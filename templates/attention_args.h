@@ -80,6 +80,13 @@ typedef struct tile_attention_kernel_args {
     int32_t splits, split_keys;
     float *split_o, *split_lse;
     unsigned *split_counters;
+    /* Query heads folded into a block's rows (fold > 1; variants that copy Q and store O by
+     * threads, src/attention.c fold_query_heads): a (folded) head's sequence holds `fold` query
+     * heads of one key/value head, query s of the i-th at row i x n + s (n: the sequence's
+     * queries a head), those heads q_fold, o_fold and lse_fold elements apart in q, o and lse.
+     * 1: none. */
+    int32_t fold;
+    int64_t q_fold, o_fold, lse_fold;
 } tile_attention_kernel_args;
 
 #endif

@@ -24,6 +24,7 @@ namespace attn {
 template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_> struct layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
     static constexpr bool HANDED = false;          // every warp walks the blocks (ws_layout)
+    static constexpr bool FOLDS = true;            // takes query heads folded into rows (a.fold)
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
     static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int WARP_ROWS = WARP_ROWS_;   // query rows a warp owns
@@ -63,6 +64,9 @@ struct block {
     int32_t diagonal;         // causal offset seq_k - seq_q: key j sees query i iff j <= i + diagonal
     int32_t split;            // a.splits > 1: which share of the keys (from k_start, seq_k of them)
     bool empty;               // no query row of this block exists
+    // Layouts that fold (L::FOLDS) only:
+    int32_t head_rows;        // a.fold > 1: queries a folded head (seq_q / a.fold); else 0
+    int32_t first_query;      // the least query position of the block's rows (the causal mask's)
 };
 
 // The walk's divisions, by numbers fixed for the call. At head dims to 64, whose blocks are short,
@@ -129,9 +133,15 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         k.seq_q = a.seqlen_q;
         k.seq_k = a.seqlen_k;
     }
+    k.head_rows = 0;
+    if constexpr (L::FOLDS)
+        if (a.fold > 1) { // (varlen: cu_seqlens_q count a head's queries)
+            k.head_rows = a.cu_seqlens_q ? k.seq_q : a.seqlen_q / a.fold;
+            k.seq_q = k.head_rows * a.fold;
+        }
     k.m0 = mb * L::BLOCK_M;
     k.empty = none || k.m0 >= k.seq_q;
-    k.diagonal = k.seq_k - k.seq_q;
+    k.diagonal = k.seq_k - (k.head_rows ? k.head_rows : k.seq_q);
     if (a.splits > 1) { // keys from the split's first, in its own numbering, so the diagonal
                         // moves back by as many (a short sequence's last splits see none)
         const int32_t skip = k.split * a.split_keys;
@@ -140,8 +150,15 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         k.seq_k = max(0, min(a.split_keys, k.seq_k - skip));
     }
     int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
+    int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1; // then as query positions:
+    k.first_query = k.m0;
+    if (k.head_rows) { // a block over rows of two folded heads holds every position
+        const int32_t first_head = k.m0 / k.head_rows, last_head = last_row / k.head_rows;
+        const bool one = first_head == last_head;
+        k.first_query = one ? k.m0 - first_head * k.head_rows : 0;
+        last_row = one ? last_row - last_head * k.head_rows : k.head_rows - 1;
+    }
     if (a.causal) {
-        const int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1;
         const int32_t last_key = last_row + k.diagonal; // the last key any row here sees
         n_end = last_key < 0 ? 0 : min(n_end, last_key / L::BLOCK_N + 1);
     }
@@ -166,25 +183,58 @@ __device__ __forceinline__ int64_t attention_walk(const tile_attention_kernel_ar
 template <typename L>
 __device__ __forceinline__ bool tile_needs_mask(const block &k, int32_t n, int32_t causal) {
     const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
-    return last_key >= k.seq_k || (causal && last_key > k.m0 + k.diagonal);
+    int32_t first_query = k.m0;
+    if constexpr (L::FOLDS) first_query = k.first_query;
+    return last_key >= k.seq_k || (causal && last_key > first_query + k.diagonal);
+}
+
+// Query row `row` of block k: its offset in q, o or lse, whose queries lie `seq` and whose
+// folded heads lie `fold` elements apart (k.head_rows > 0: row i x head_rows + s is query s of
+// the block's i-th folded head; else the row is the query).
+template <typename L>
+__device__ __forceinline__ int64_t query_offset(const block &k, int32_t row, int64_t seq,
+                                                int64_t fold) {
+    if constexpr (L::FOLDS)
+        if (k.head_rows) {
+            const int32_t head = row / k.head_rows;
+            return (int64_t)head * fold + (int64_t)(row - head * k.head_rows) * seq;
+        }
+    return (int64_t)row * seq;
+}
+// The query position of row `row` of block k (the causal mask's).
+template <typename L> __device__ __forceinline__ int32_t query_position(const block &k, int32_t row) {
+    if constexpr (L::FOLDS)
+        if (k.head_rows) return row % k.head_rows;
+    return row;
 }
 
 // ------------------------------------------------------------------------------ copies
-// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row stride ld elements)
-// into shared memory at `smem` (pitch L::PITCH); rows >= rows_valid and columns >= head_dim
-// become zeros.
-template <typename L, int ROWS, typename T>
-__device__ __forceinline__ void copy_tile(T *smem, const T *base, int64_t ld, int32_t row0,
-                                          int32_t rows_valid, int32_t head_dim) {
+// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
+// row_offset(r) elements) into shared memory at `smem` (pitch L::PITCH); rows >= rows_valid
+// and columns >= head_dim become zeros.
+template <typename L, int ROWS, typename T, typename RowOffset>
+__device__ __forceinline__ void copy_tile(T *smem, const T *base, RowOffset row_offset,
+                                          int32_t row0, int32_t rows_valid, int32_t head_dim) {
     const int chunks_valid = head_dim / 8;
 #pragma unroll
     for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) {
         const int r = i / L::CHUNKS, c = i % L::CHUNKS;
         const bool valid = row0 + r < rows_valid && c < chunks_valid;
-        const T *src = valid ? base + (int64_t)(row0 + r) * ld + c * 8 : base;
+        const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(smem + r * L::PITCH + c * 8, src, valid);
     }
 }
+// Rows `ld` elements apart (keys and values).
+struct row_stride {
+    int64_t ld;
+    __device__ int64_t operator()(int32_t row) const { return (int64_t)row * ld; }
+};
+// Block k's query rows in q (folded heads, query_offset).
+template <typename L> struct query_rows {
+    const block &k;
+    int64_t seq, fold;
+    __device__ int64_t operator()(int32_t row) const { return query_offset<L>(k, row, seq, fold); }
+};
 
 template <typename L, typename T> struct smem_tiles {
     T *q, *k, *v;
@@ -214,17 +264,20 @@ __device__ __forceinline__ const T *v_slab(const tile_attention_kernel_args &a, 
 template <typename L, typename T>
 __device__ __forceinline__ void copy_q(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k) {
-    copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), a.q_seq, k.m0, k.seq_q, a.head_dim);
+    copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<L>{k, a.q_seq, a.q_fold}, k.m0,
+                             k.seq_q, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void copy_k(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k, int32_t n) {
-    copy_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    copy_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), row_stride{a.k_seq}, n * L::BLOCK_N, k.seq_k,
+                             a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void copy_v(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k, int32_t n) {
-    copy_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    copy_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), row_stride{a.v_seq}, n * L::BLOCK_N, k.seq_k,
+                             a.head_dim);
 }
 
 // ------------------------------------------------------------------------------ state
@@ -326,7 +379,7 @@ __device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, in
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
+            const int32_t row = query_position<L>(k, k.m0 + fragment_row<L>(f) + g + r * 8);
             int32_t last = k.seq_k - 1;
             if (causal && row + k.diagonal < last) last = row + k.diagonal;
             const int32_t limit = last - n * L::BLOCK_N - 2 * t; // key j * 8 + e of the thread
@@ -445,7 +498,7 @@ __device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a,
             inv[f][r] = sum > 0.0f ? 1.0f / sum : 0.0f;
             const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
             if (lse_rows && t == 0 && row < k.seq_q)
-                lse_rows[row] = sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
+                lse_rows[query_offset<L>(k, row, 1, a.lse_fold)] = sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
         }
 }
 // The caller's log-sum-exp of block k's (batch, head), by row, or nullptr.
@@ -476,7 +529,9 @@ __device__ __forceinline__ void store_split(const tile_attention_kernel_args &a,
     const int64_t rows_a_split = (int64_t)(a.batch / a.splits) * a.heads_q * a.seqlen_q;
     const int64_t first = unit * a.seqlen_q;             // the unit's row 0 in a split's rows
     float inv[L::MF][2];
-    finish_rows<L>(a, k, st, a.split_lse + k.split * rows_a_split + first, inv);
+    block by_row = k; // the shares are kept by the block's rows, folded or not
+    by_row.head_rows = 0;
+    finish_rows<L>(a, by_row, st, a.split_lse + k.split * rows_a_split + first, inv);
     float *part = a.split_o + (k.split * rows_a_split + first) * a.head_dim;
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
@@ -535,11 +590,11 @@ __device__ __forceinline__ void store_split(const tile_attention_kernel_args &a,
                 }
             }
             if (c < a.head_dim)
-                *reinterpret_cast<uint32_t *>(out + (int64_t)row * a.o_seq + c) =
+                *reinterpret_cast<uint32_t *>(out + query_offset<L>(k, row, a.o_seq, a.o_fold) + c) =
                     mma_type<T>::pack(sum.x * scale, sum.y * scale);
         }
         if (lse_rows && l == 0)
-            lse_rows[row] = total > 0.0f ? top + __logf(total) : -__builtin_huge_valf();
+            lse_rows[query_offset<L>(k, row, 1, a.lse_fold)] = total > 0.0f ? top + __logf(total) : -__builtin_huge_valf();
     }
 }
 
@@ -574,7 +629,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
     for (int i = threadIdx.x; i < L::BLOCK_M * L::CHUNKS; i += L::THREADS) {
         const int r = i / L::CHUNKS, c = i % L::CHUNKS;
         if (k.m0 + r < k.seq_q && c < chunks_valid)
-            *reinterpret_cast<int4 *>(out + (int64_t)(k.m0 + r) * a.o_seq + c * 8) =
+            *reinterpret_cast<int4 *>(out + query_offset<L>(k, k.m0 + r, a.o_seq, a.o_fold) + c * 8) =
                 *reinterpret_cast<const int4 *>(q_smem + r * L::PITCH + c * 8);
     }
 }
@@ -591,6 +646,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
 template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
     static constexpr bool HANDED = false;          // (ws_layout)
+    static constexpr bool FOLDS = true;            // (layout)
     static constexpr int STAGES = STAGES_;         // K and V buffers each: copies run
     static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
@@ -631,37 +687,40 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
 }
 
 
-// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab into a swizzled tile;
-// rows >= rows_valid and columns >= head_dim become zeros.
-template <typename L, int ROWS, typename T>
-__device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, int64_t ld, int32_t row0,
-                                             int32_t rows_valid, int32_t head_dim) {
+// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
+// row_offset(r)) into a swizzled tile; rows >= rows_valid and columns >= head_dim become zeros.
+template <typename L, int ROWS, typename T, typename RowOffset>
+__device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, RowOffset row_offset,
+                                             int32_t row0, int32_t rows_valid, int32_t head_dim) {
     const int chunks_valid = head_dim / 8;
     unsigned char *dst = reinterpret_cast<unsigned char *>(smem);
 #pragma unroll
     for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) {
         const int r = i / L::CHUNKS, c = i % L::CHUNKS;
         const bool valid = row0 + r < rows_valid && c < chunks_valid;
-        const T *src = valid ? base + (int64_t)(row0 + r) * ld + c * 8 : base;
+        const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(dst + swizzled(ROWS, r, c), src, valid);
     }
 }
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k) {
-    wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), a.q_seq, k.m0, k.seq_q, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<L>{k, a.q_seq, a.q_fold}, k.m0,
+                                k.seq_q, a.head_dim);
 }
 // Key tile n into K stage n % STAGES, value tile n into V stage n % STAGES (separate rings:
 // the pipelined kernel reads K tile n - 1 and V tile n at once).
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_k(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k, int32_t n) {
-    wg_copy_tile<L, L::BLOCK_N>(s.k(n % L::STAGES), k_slab<T>(a, k), a.k_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.k(n % L::STAGES), k_slab<T>(a, k), row_stride{a.k_seq},
+                                n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                           const block &k, int32_t n) {
-    wg_copy_tile<L, L::BLOCK_N>(s.v(n % L::STAGES), v_slab<T>(a, k), a.v_seq, n * L::BLOCK_N, k.seq_k, a.head_dim);
+    wg_copy_tile<L, L::BLOCK_N>(s.v(n % L::STAGES), v_slab<T>(a, k), row_stride{a.v_seq},
+                                n * L::BLOCK_N, k.seq_k, a.head_dim);
 }
 
 
@@ -784,6 +843,7 @@ struct ws_layout {
     // block counter, as programs finish), or every warpgroup walks the fixed order itself
     // (grid param HANDED; perf-notes A28b: handing gains at 64 x 128, costs at head dim 128).
     static constexpr bool HANDED = HANDED_ != 0;
+    static constexpr bool FOLDS = false; // Q and O by tensor map: rows one head's (layout)
     static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;     // consumer warpgroups, their query rows
     static constexpr int WARPS = 4 * (WGS + 1), THREADS = 32 * WARPS; // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)

@@ -358,6 +358,10 @@ static const int32_t ragged_k[] = {5, 1, 77, 513, 0};
  * short caches' last splits see no key */
 static const int32_t decode_q[] = {1, 1, 0, 1, 1};
 static const int32_t decode_k[] = {3000, 17, 0, 5000, 1};
+/* varlen speculative decode: a few queries a sequence (or none), causal against their caches
+ * (the last one's 3 keys for 2 queries, bottom-right aligned) */
+static const int32_t spec_q[] = {4, 1, 0, 7, 2};
+static const int32_t spec_k[] = {3000, 17, 0, 5000, 3};
 
 /* The dispatcher on the shapes, both dtypes. */
 static void dispatcher_cases(void) {
@@ -387,9 +391,15 @@ static void dispatcher_cases(void) {
             {-1, dt, 2, 16, 2, 64, 1, 513, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 1, 128, 1, 300, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed++, 0}, /* MQA */
-            /* ... and the few-query calls that stay as they are: causal, and BSHD */
+            /* ... and those the kernels fold, each row mapped to its head and query
+             * (docs/api.md): causal, BSHD, varlen, and folds of two blocks (16 x 8 rows) or
+             * whose second block starts inside a head (20 x 4 rows) */
             {-1, dt, 2, 8, 2, 128, 3, 700, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 2, 16, 2, 128, 16, 900, 1, BSHD, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 1, 8, 2, 64, 20, 700, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed++, 0},
+            {-1, dt, 5, 8, 2, 128, 0, 0, 1, BSHD, spec_q, spec_k, 1, 0, seed++, 0},
+            {-1, dt, 5, 16, 2, 64, 0, 0, 0, BHSD, spec_q, spec_k, 1, 0, seed++, 0},
             /* decode with a workspace (odd seeds): the keys split over programs, their shares
              * combined (docs/api.md): GQA, MHA causal (one query: every key seen), a ragged
              * last split, head dims 64 and 256, and 3 causal queries a head against 5000 keys
@@ -402,6 +412,10 @@ static void dispatcher_cases(void) {
             {-1, dt, 1, 2, 2, 64, 100, 4096, 1, BSHD, NULL, NULL, 1, 0, 9011, 0},
             {-1, dt, 5, 8, 8, 128, 0, 0, 0, BSHD, decode_q, decode_k, 1, 0, 9013, 0},
             {-1, dt, 5, 8, 2, 64, 0, 0, 1, BHSD, decode_q, decode_k, 1, 0, 9015, 0},
+            /* ... and folded by the kernels: speculative decode, fixed and varlen */
+            {-1, dt, 1, 32, 8, 128, 4, 8192, 1, BSHD, NULL, NULL, 1, 0, 9017, 0},
+            {-1, dt, 5, 32, 8, 128, 0, 0, 1, BSHD_PADDED, spec_q, spec_k, 1, 0, 9019, 0},
+            {-1, dt, 5, 8, 1, 64, 0, 0, 0, BSHD, decode_q, decode_k, 1, 0, 9021, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case("dispatch", &cases[i]);
         static const int32_t dims[] = {8, 32, 40, 80, 96, 136, 160, 256};
@@ -462,6 +476,10 @@ static void variant_cases(void) {
             {i, info.dtype, 1, 16, 4, d, 1, 2900, 0, BSHD_PADDED, NULL, NULL, 1, 0, seed + 17, 0},
             {i, info.dtype, 2, 2, 2, narrow, 7, 1500, 1, BHSD, NULL, NULL, 1, 0, seed + 19, 0},
             {i, info.dtype, 5, 4, 2, d, 0, 0, 1, BSHD_PADDED, decode_q, decode_k, 1, 0, seed + 21, 0},
+            /* varlen speculative decode, GQA: folded by the kernels that copy by threads (with a
+             * workspace, split), unfolded on those of tensor maps */
+            {i, info.dtype, 5, 8, 2, d, 0, 0, 1, BSHD, spec_q, spec_k, 1, 0, seed + 23, 0},
+            {i, info.dtype, 5, 16, 2, narrow, 0, 0, 1, BHSD, spec_q, spec_k, 1, 0, seed + 24, 0},
         };
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) run_case(info.name, &cases[j]);
     }

@@ -210,14 +210,17 @@ typedef struct decode_case {
     const char *what;
     int32_t heads_kv, seqlen_q, causal;
     int q_bhsd, o_bhsd; /* q's or o's heads' queries back to back (BHSD) */
-    int folds;          /* docs/api.md, "Decode calls" */
+    int folds; /* docs/api.md, "Decode calls": FOLD_* */
 } decode_case;
+enum { FOLD_NONE, FOLD_STRIDES /* any variant */, FOLD_KERNELS /* those of no tensor map */ };
 static const decode_case decode_cases[] = {
-    {"decode, GQA 4, causal: folded", 4, 1, 1, 0, 0, 1},
-    {"decode, MQA: folded (one key/value head)", 1, 1, 0, 0, 0, 1},
-    {"3 queries, BHSD q and o: folded", 4, 3, 0, 1, 1, 1},
-    {"3 queries, BHSD q, BSHD o: not folded", 4, 3, 0, 1, 0, 0},
-    {"3 queries, BHSD, causal: not folded", 4, 3, 1, 1, 1, 0},
+    {"decode, GQA 4, causal: folded", 4, 1, 1, 0, 0, FOLD_STRIDES},
+    {"decode, MQA: folded (one key/value head)", 1, 1, 0, 0, 0, FOLD_STRIDES},
+    {"3 queries, BHSD q and o: folded", 4, 3, 0, 1, 1, FOLD_STRIDES},
+    {"3 queries, BHSD q, BSHD o: folded by the kernels", 4, 3, 0, 1, 0, FOLD_KERNELS},
+    {"3 queries, BHSD, causal: folded by the kernels", 4, 3, 1, 1, 1, FOLD_KERNELS},
+    {"3 queries, BSHD: folded by the kernels", 4, 3, 0, 0, 0, FOLD_KERNELS},
+    {"40 queries, BSHD (160 rows a key/value head): not folded", 4, 40, 1, 0, 0, FOLD_NONE},
 };
 #define DECODE_CASES ((int)(sizeof decode_cases / sizeof decode_cases[0]))
 static tile_flash_attention_args decode_args(tile_dtype dtype, int32_t head_dim, const decode_case *c) {
@@ -257,7 +260,7 @@ static void test_attention_splits(void **state) {
     int split = 0;
     FOR_VARIANTS(i, "attention", TILE_DTYPE_BF16, v) {
         if (!runs_here(&v)) continue;
-        const decode_case dc = {"decode", 4, 1, 0, 0, 0, 1};
+        const decode_case dc = {"decode", 4, 1, 0, 0, 0, FOLD_STRIDES};
         tile_flash_attention_args a = decode_args(TILE_DTYPE_BF16, (int32_t)v.max_cols, &dc);
         a.seqlen_k = 8192;
         a.k_batch_stride = a.v_batch_stride = a.seqlen_k * a.k_seq_stride;
@@ -295,7 +298,7 @@ static void test_attention_splits(void **state) {
     /* Dispatched: a head-64 MHA decode call (2 sequences x 16 heads, 8192 keys; the heuristic's
      * pick without a workspace is a warp-specialized variant, which never splits) takes a
      * variant of one program a block once its workspace holds the splits, and splits. */
-    const decode_case mha = {"decode, MHA", 16, 1, 0, 0, 0, 0};
+    const decode_case mha = {"decode, MHA", 16, 1, 0, 0, 0, FOLD_NONE};
     tile_flash_attention_args m = decode_args(TILE_DTYPE_BF16, 64, &mha);
     m.seqlen_k = 8192;
     m.k_batch_stride = m.v_batch_stride = m.seqlen_k * m.k_seq_stride;
@@ -316,14 +319,17 @@ static void test_attention_splits(void **state) {
         if (full) assert_true(after.grid[0] >= 2 * 32 && after.grid[0] % 32 == 0);
         else assert_true(after.grid[0] <= 32);
     }
-    /* ... and a head-128 GQA decode call (folded: each block streams its own K and V) takes
-     * the three-stage twin of its pick (take_deep_ring: copies two key tiles ahead), with the
-     * splits' workspace or without; 3 queries a head in BSHD do not fold, so GQA heads share
-     * K and V: the twin only where the workspace makes the keys split. */
-    const decode_case gqa = {"decode, GQA 4", 4, 1, 0, 0, 0, 1};
-    const decode_case bshd = {"3 queries, BSHD: not folded", 4, 3, 0, 0, 0, 0};
-    for (int fold = 0; fold < 2; fold++) {
-        tile_flash_attention_args g = decode_args(TILE_DTYPE_BF16, 128, fold ? &gqa : &bshd);
+    /* ... and a head-128 GQA decode call (folded, by strides or by the kernels: each block
+     * streams its own K and V) takes the three-stage twin of its pick (take_deep_ring: copies
+     * two key tiles ahead), with the splits' workspace or without; 40 queries a head in BSHD
+     * do not fold (160 rows), so GQA heads share K and V: the twin only where the workspace
+     * makes the keys split. The kernels' fold takes no variant of tensor maps. */
+    const decode_case gqa[] = {{"decode, GQA 4", 4, 1, 0, 0, 0, FOLD_STRIDES},
+                               {"3 queries, BSHD", 4, 3, 0, 0, 0, FOLD_KERNELS},
+                               {"40 queries, BSHD", 4, 40, 0, 0, 0, FOLD_NONE}};
+    for (int c = 0; c < 3; c++) {
+        const int fold = gqa[c].folds != FOLD_NONE;
+        tile_flash_attention_args g = decode_args(TILE_DTYPE_BF16, 128, &gqa[c]);
         g.seqlen_k = 8192;
         g.k_batch_stride = g.v_batch_stride = g.seqlen_k * g.k_seq_stride;
         assert_status(tile_flash_attention_workspace_size(&g, &need), TILE_STATUS_SUCCESS);
@@ -333,6 +339,10 @@ static void test_attention_splits(void **state) {
             assert_status(tile_flash_attention_explain(&g, 0, &d), TILE_STATUS_SUCCESS);
             const tile_variant_info chosen = variant_info(d.variant);
             assert_int_equal(param(&chosen, "STAGES") == 3, (fold || full) && arch == 90);
+            if (gqa[c].folds == FOLD_KERNELS) {
+                assert_int_equal(attention_maps(&chosen), 0);
+                assert_non_null(strstr(d.reason, "4 query heads a key/value head fold into its rows"));
+            }
         }
     }
     /* Calls of too many blocks split nothing: the counter's bytes suffice. */
@@ -602,14 +612,16 @@ static void test_attention(void **state) {
             for (int c = 0; c < DECODE_CASES; c++) {
                 const decode_case *dc = &decode_cases[c];
                 const tile_flash_attention_args d = decode_args(dtypes[t], (int32_t)v.max_cols, dc);
+                const int folded = dc->folds == FOLD_STRIDES ||
+                                   (dc->folds == FOLD_KERNELS && !attention_maps(info));
                 const int64_t ratio = d.heads_q / d.heads_kv,
-                              programs = dc->folds ? ceil_div(ratio * d.seqlen_q, param(info, "BLOCK_M")) *
-                                                         d.heads_kv * d.batch
-                                                   : attention_programs(info, &d);
+                              programs = folded ? ceil_div(ratio * d.seqlen_q, param(info, "BLOCK_M")) *
+                                                      d.heads_kv * d.batch
+                                                : attention_programs(info, &d);
                 const fake_cuda_launch before = recorded();
                 const tile_status s = tile_flash_attention_variant(i, &d, STREAM);
                 launches += check_forced(dc->what, info, &before, s, 0, programs,
-                                         d.causal && !dc->folds ? GRID_ALL : GRID_ANY_CAP,
+                                         d.causal && !folded ? GRID_ALL : GRID_ANY_CAP,
                                          attention_maps(info));
             }
             tally_variant(&sum, info, launches, 2 + DECODE_CASES - launches);
@@ -621,7 +633,7 @@ static void test_attention(void **state) {
     const int32_t mma = tile_variant_find("attention_bf16_d128_m64_n64_w4");
     assert_true(mma >= 0);
     const tile_variant_info info = variant_info(mma);
-    decode_case wide = {"2^30 query heads, 2 queries, BHSD: not folded", 1, 2, 0, 1, 1, 0};
+    decode_case wide = {"2^30 query heads, 2 queries, BHSD: not folded", 1, 2, 0, 1, 1, FOLD_NONE};
     tile_flash_attention_args d = decode_args(TILE_DTYPE_BF16, 128, &wide);
     d.heads_q = 1 << 30;
     d.batch = 1;
