@@ -317,17 +317,21 @@ static tile_status encode_attention_map(const char *fn, const char *what, CUtens
                                         int64_t seq_stride, int64_t head_stride,
                                         int64_t batch_stride, int64_t tokens, int64_t rows) {
     const int varlen = tokens > 0;
-    if (varlen) {
-        batch = tokens + 1;
-        batch_stride = seq_stride;
-        if (seq < 1) seq = 1; /* (every key sequence empty: no key tile is read) */
-        base = (const char *)base - (uintptr_t)(seq * seq_stride) * tile_dtype_size(dtype);
-    }
-    const int64_t counts[3] = {seq, heads, batch}, given[3] = {seq_stride, head_stride, batch_stride};
+    /* Varlen: both token axes move a token, the tensor's token stride, a lone axis's only where
+     * the tensor holds one token (not where the window does: a window of one token, every
+     * sequence at most one query, once took a stride past the tensor for both and stored O
+     * elsewhere). */
+    const int64_t counts[3] = {varlen ? tokens : seq, heads, varlen ? 1 : batch},
+                  given[3] = {seq_stride, head_stride, batch_stride};
     int64_t strides[3];
     for (int i = 0; i < 3; i++)
         strides[i] = lone_axis_stride(given[i], counts[i], given, counts, 3, head_dim);
-    if (varlen) strides[2] = strides[0]; /* the outer token axis moves as the window does */
+    if (varlen) {
+        batch = tokens + 1;
+        if (seq < 1) seq = 1; /* (every key sequence empty: no key tile is read) */
+        strides[2] = strides[0]; /* the outer token axis moves as the window does */
+        base = (const char *)base - (uintptr_t)(seq * strides[0]) * tile_dtype_size(dtype);
+    }
     const int64_t dims[4] = {head_dim, seq, heads, batch};
     const uint32_t box[4] = {64, (uint32_t)rows, 1, 1};
     return tile_encode_tensor_map(fn, what, map, dtype, base, 4, dims, strides, box);

@@ -263,7 +263,7 @@ static_assert(sizeof(T) * $1::SMEM_ELEMENTS <= SMEM, "the grid's smem holds the 
 # TILE_ATTENTION_PROGRAM(blk, L, a): blk = this program's (batch, head, query block), its
 # sequence extents and the key tiles it visits, [0, blk.n_end); blk.empty: nothing to do.
 m4_define(<|TILE_ATTENTION_PROGRAM|>, <|TILE_ARGS(<|TILE_ATTENTION_PROGRAM|>, <|$3|>, 3)m4_dnl
-const tile::attn::block $1 = tile::attn::program_block<$2>($3)|>)
+const auto $1 = tile::attn::program_block<$2>($3)|>)
 # TILE_ATTENTION_TILES(tiles, L): tiles.q, tiles.k, tiles.v = the shared-memory Q, K and V
 # tiles (the grid's `set smem` sizes them).
 m4_define(<|TILE_ATTENTION_TILES|>, <|const auto $1 = tile::attn::shared_tiles<$2, T>()|>)

@@ -64,10 +64,16 @@ struct block {
     int32_t diagonal;         // causal offset seq_k - seq_q: key j sees query i iff j <= i + diagonal
     int32_t split;            // a.splits > 1: which share of the keys (from k_start, seq_k of them)
     bool empty;               // no query row of this block exists
-    // Layouts that fold (L::FOLDS) only:
-    int32_t head_rows;        // a.fold > 1: queries a folded head (seq_q / a.fold); else 0
+};
+// A block of the layouts that take query heads folded into rows (L::FOLDS; a.fold > 1: row
+// i x head_rows + s is query s of the block's i-th folded head). A type of its own, so the
+// warp-specialized kernels' blocks stay as they were (two more fields moved their SASS).
+struct folded_block : block {
+    int32_t head_rows;        // a.fold > 1: queries a folded head; else 0
     int32_t first_query;      // the least query position of the block's rows (the causal mask's)
 };
+template <typename B> constexpr bool folds_rows = false;
+template <> constexpr bool folds_rows<folded_block> = true;
 
 // The walk's divisions, by numbers fixed for the call. At head dims to 64, whose blocks are short,
 // the integer divisions (some 20 dependent instructions each) delayed the consumers between
@@ -133,15 +139,9 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         k.seq_q = a.seqlen_q;
         k.seq_k = a.seqlen_k;
     }
-    k.head_rows = 0;
-    if constexpr (L::FOLDS)
-        if (a.fold > 1) { // (varlen: cu_seqlens_q count a head's queries)
-            k.head_rows = a.cu_seqlens_q ? k.seq_q : a.seqlen_q / a.fold;
-            k.seq_q = k.head_rows * a.fold;
-        }
     k.m0 = mb * L::BLOCK_M;
     k.empty = none || k.m0 >= k.seq_q;
-    k.diagonal = k.seq_k - (k.head_rows ? k.head_rows : k.seq_q);
+    k.diagonal = k.seq_k - k.seq_q;
     if (a.splits > 1) { // keys from the split's first, in its own numbering, so the diagonal
                         // moves back by as many (a short sequence's last splits see none)
         const int32_t skip = k.split * a.split_keys;
@@ -150,15 +150,8 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         k.seq_k = max(0, min(a.split_keys, k.seq_k - skip));
     }
     int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
-    int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1; // then as query positions:
-    k.first_query = k.m0;
-    if (k.head_rows) { // a block over rows of two folded heads holds every position
-        const int32_t first_head = k.m0 / k.head_rows, last_head = last_row / k.head_rows;
-        const bool one = first_head == last_head;
-        k.first_query = one ? k.m0 - first_head * k.head_rows : 0;
-        last_row = one ? last_row - last_head * k.head_rows : k.head_rows - 1;
-    }
     if (a.causal) {
+        const int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1;
         const int32_t last_key = last_row + k.diagonal; // the last key any row here sees
         n_end = last_key < 0 ? 0 : min(n_end, last_key / L::BLOCK_N + 1);
     }
@@ -166,9 +159,38 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     return k;
 }
 
+// This program's block (one a program), with its rows' folded heads where L takes them: a
+// fixed-length call's seqlen_q counts the folded rows; a varlen one's cu_seqlens_q count a head's
+// queries, so its rows are a.fold times those, and its diagonal (program_block_at's) is right.
 template <typename L>
-__device__ __forceinline__ block program_block(const tile_attention_kernel_args &a) {
-    return program_block_at<L>(a, blockIdx.x, 0);
+__device__ __forceinline__ auto program_block(const tile_attention_kernel_args &a) {
+    if constexpr (!L::FOLDS) {
+        return program_block_at<L>(a, blockIdx.x, 0);
+    } else {
+        folded_block k{program_block_at<L>(a, blockIdx.x, 0), 0, 0};
+        k.first_query = k.m0;
+        if (a.fold < 2) return k;
+        if (a.cu_seqlens_q) {
+            k.head_rows = k.seq_q;
+            k.seq_q *= a.fold;
+            k.empty = k.empty || k.m0 >= k.seq_q;
+        } else {
+            k.head_rows = k.seq_q / a.fold;
+            k.diagonal += k.seq_q - k.head_rows;
+        }
+        // the block's query positions: every one where its rows span two heads
+        int32_t last_row = min(k.m0 + L::BLOCK_M, k.seq_q) - 1;
+        const int32_t first_head = k.m0 / max(k.head_rows, 1), last_head = last_row / max(k.head_rows, 1);
+        const bool one = first_head == last_head;
+        k.first_query = one ? k.m0 - first_head * k.head_rows : 0;
+        last_row = one ? last_row - last_head * k.head_rows : k.head_rows - 1;
+        if (a.causal) {
+            const int32_t last_key = last_row + k.diagonal;
+            const int32_t n_end = (k.seq_k + L::BLOCK_N - 1) / L::BLOCK_N;
+            k.n_end = last_key < 0 ? 0 : min(n_end, last_key / L::BLOCK_N + 1);
+        }
+        return k;
+    }
 }
 // Positions of the launch's walk: every (batch, head)'s m_blocks (persistent programs walk them),
 // or with a.paired every program's turns over whole units of two blocks.
@@ -180,21 +202,20 @@ __device__ __forceinline__ int64_t attention_walk(const tile_attention_kernel_ar
 }
 
 // Whether key tile n has elements outside the sequence or above the causal diagonal.
-template <typename L>
-__device__ __forceinline__ bool tile_needs_mask(const block &k, int32_t n, int32_t causal) {
+template <typename L, typename B>
+__device__ __forceinline__ bool tile_needs_mask(const B &k, int32_t n, int32_t causal) {
     const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
     int32_t first_query = k.m0;
-    if constexpr (L::FOLDS) first_query = k.first_query;
+    if constexpr (folds_rows<B>) first_query = k.first_query;
     return last_key >= k.seq_k || (causal && last_key > first_query + k.diagonal);
 }
 
 // Query row `row` of block k: its offset in q, o or lse, whose queries lie `seq` and whose
 // folded heads lie `fold` elements apart (k.head_rows > 0: row i x head_rows + s is query s of
 // the block's i-th folded head; else the row is the query).
-template <typename L>
-__device__ __forceinline__ int64_t query_offset(const block &k, int32_t row, int64_t seq,
-                                                int64_t fold) {
-    if constexpr (L::FOLDS)
+template <typename B>
+__device__ __forceinline__ int64_t query_offset(const B &k, int32_t row, int64_t seq, int64_t fold) {
+    if constexpr (folds_rows<B>)
         if (k.head_rows) {
             const int32_t head = row / k.head_rows;
             return (int64_t)head * fold + (int64_t)(row - head * k.head_rows) * seq;
@@ -202,8 +223,8 @@ __device__ __forceinline__ int64_t query_offset(const block &k, int32_t row, int
     return (int64_t)row * seq;
 }
 // The query position of row `row` of block k (the causal mask's).
-template <typename L> __device__ __forceinline__ int32_t query_position(const block &k, int32_t row) {
-    if constexpr (L::FOLDS)
+template <typename B> __device__ __forceinline__ int32_t query_position(const B &k, int32_t row) {
+    if constexpr (folds_rows<B>)
         if (k.head_rows) return row % k.head_rows;
     return row;
 }
@@ -230,10 +251,10 @@ struct row_stride {
     __device__ int64_t operator()(int32_t row) const { return (int64_t)row * ld; }
 };
 // Block k's query rows in q (folded heads, query_offset).
-template <typename L> struct query_rows {
-    const block &k;
+template <typename B> struct query_rows {
+    const B &k;
     int64_t seq, fold;
-    __device__ int64_t operator()(int32_t row) const { return query_offset<L>(k, row, seq, fold); }
+    __device__ int64_t operator()(int32_t row) const { return query_offset(k, row, seq, fold); }
 };
 
 template <typename L, typename T> struct smem_tiles {
@@ -261,10 +282,10 @@ __device__ __forceinline__ const T *v_slab(const tile_attention_kernel_args &a, 
            (int64_t)k.hk * a.v_head;
 }
 
-template <typename L, typename T>
+template <typename L, typename T, typename B>
 __device__ __forceinline__ void copy_q(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
-                                       const block &k) {
-    copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<L>{k, a.q_seq, a.q_fold}, k.m0,
+                                       const B &k) {
+    copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<B>{k, a.q_seq, a.q_fold}, k.m0,
                              k.seq_q, a.head_dim);
 }
 template <typename L, typename T>
@@ -372,14 +393,14 @@ __device__ __forceinline__ void qk(scores<L> &S, const q_frags<L> &q, const T *q
 // Scores outside the sequence or above the causal diagonal become -inf. A row sees keys up to
 // min(seq_k - 1, row + diagonal if causal): one comparison an element against that limit, taken
 // relative to the thread's first column of the tile (perf-notes A26).
-template <typename L>
-__device__ __forceinline__ void mask(scores<L> &S, const block &k, int32_t n, int32_t causal) {
+template <typename L, typename B>
+__device__ __forceinline__ void mask(scores<L> &S, const B &k, int32_t n, int32_t causal) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
 #pragma unroll
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int32_t row = query_position<L>(k, k.m0 + fragment_row<L>(f) + g + r * 8);
+            const int32_t row = query_position(k, k.m0 + fragment_row<L>(f) + g + r * 8);
             int32_t last = k.seq_k - 1;
             if (causal && row + k.diagonal < last) last = row + k.diagonal;
             const int32_t limit = last - n * L::BLOCK_N - 2 * t; // key j * 8 + e of the thread
@@ -483,8 +504,8 @@ __device__ __forceinline__ void pv(state<L> &st, const scores<L> &P, const T *v_
 // The rows' totals: 1 / sum of exp per row into inv (0 for a row that sees no key, whose output
 // is 0), and where lse_rows is given (element `row` of the block's (batch, head)) the log-sum-exp
 // (natural log) per row: -inf for such a row.
-template <typename L>
-__device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a, const block &k,
+template <typename L, typename B>
+__device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a, const B &k,
                                             const state<L> &st, float *lse_rows,
                                             float (&inv)[L::MF][2]) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
@@ -498,7 +519,7 @@ __device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a,
             inv[f][r] = sum > 0.0f ? 1.0f / sum : 0.0f;
             const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
             if (lse_rows && t == 0 && row < k.seq_q)
-                lse_rows[query_offset<L>(k, row, 1, a.lse_fold)] = sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
+                lse_rows[folds_rows<B> ? query_offset(k, row, 1, a.lse_fold) : row] = sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
         }
 }
 // The caller's log-sum-exp of block k's (batch, head), by row, or nullptr.
@@ -521,16 +542,16 @@ __device__ __forceinline__ T *out_of(const tile_attention_kernel_args &a, const 
 // -inf, weight 0), and that split zeroes the block's counter again for the next call.
 // Splits are at most 32: a lane holds each one's log-sum-exp.
 constexpr int SPLIT_LOADS = 8; // shares a lane loads at once in the combine
-template <typename L, typename T>
-__device__ __forceinline__ void store_split(const tile_attention_kernel_args &a, const block &k,
+template <typename L, typename T, typename B>
+__device__ __forceinline__ void store_split(const tile_attention_kernel_args &a, const B &k,
                                             const state<L> &st) {
     const int l = lane_id(), g = l >> 2, t = l & 3;
     const int64_t unit = (int64_t)k.b * a.heads_q + k.h; // (batch, head), of the real batch
     const int64_t rows_a_split = (int64_t)(a.batch / a.splits) * a.heads_q * a.seqlen_q;
     const int64_t first = unit * a.seqlen_q;             // the unit's row 0 in a split's rows
     float inv[L::MF][2];
-    block by_row = k; // the shares are kept by the block's rows, folded or not
-    by_row.head_rows = 0;
+    B by_row = k; // the shares are kept by the block's rows, folded or not
+    if constexpr (folds_rows<B>) by_row.head_rows = 0;
     finish_rows<L>(a, by_row, st, a.split_lse + k.split * rows_a_split + first, inv);
     float *part = a.split_o + (k.split * rows_a_split + first) * a.head_dim;
 #pragma unroll
@@ -590,20 +611,20 @@ __device__ __forceinline__ void store_split(const tile_attention_kernel_args &a,
                 }
             }
             if (c < a.head_dim)
-                *reinterpret_cast<uint32_t *>(out + query_offset<L>(k, row, a.o_seq, a.o_fold) + c) =
+                *reinterpret_cast<uint32_t *>(out + query_offset(k, row, a.o_seq, a.o_fold) + c) =
                     mma_type<T>::pack(sum.x * scale, sum.y * scale);
         }
         if (lse_rows && l == 0)
-            lse_rows[query_offset<L>(k, row, 1, a.lse_fold)] = total > 0.0f ? top + __logf(total) : -__builtin_huge_valf();
+            lse_rows[query_offset(k, row, 1, a.lse_fold)] = total > 0.0f ? top + __logf(total) : -__builtin_huge_valf();
     }
 }
 
 // O / sum, written through shared memory (the warp's own rows of the Q tile) as 16-byte row
 // chunks; rows past the sequence and columns past head_dim are not written; lse per row.
-template <typename L, typename T>
-__device__ __forceinline__ void store(const tile_attention_kernel_args &a, const block &k,
+template <typename L, typename T, typename B>
+__device__ __forceinline__ void store(const tile_attention_kernel_args &a, const B &k,
                                       state<L> &st, T *q_smem) {
-    if (a.splits > 1) return store_split<L, T>(a, k, st);
+    if (a.splits > 1) return store_split<L, T, B>(a, k, st);
     const int l = lane_id(), g = l >> 2, t = l & 3;
     float inv[L::MF][2];
     finish_rows<L>(a, k, st, lse_of(a, k), inv);
@@ -629,7 +650,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
     for (int i = threadIdx.x; i < L::BLOCK_M * L::CHUNKS; i += L::THREADS) {
         const int r = i / L::CHUNKS, c = i % L::CHUNKS;
         if (k.m0 + r < k.seq_q && c < chunks_valid)
-            *reinterpret_cast<int4 *>(out + query_offset<L>(k, k.m0 + r, a.o_seq, a.o_fold) + c * 8) =
+            *reinterpret_cast<int4 *>(out + query_offset(k, k.m0 + r, a.o_seq, a.o_fold) + c * 8) =
                 *reinterpret_cast<const int4 *>(q_smem + r * L::PITCH + c * 8);
     }
 }
@@ -702,10 +723,10 @@ __device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, RowOffset r
         copy16(dst + swizzled(ROWS, r, c), src, valid);
     }
 }
-template <typename L, typename T>
+template <typename L, typename T, typename B>
 __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
-                                          const block &k) {
-    wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<L>{k, a.q_seq, a.q_fold}, k.m0,
+                                          const B &k) {
+    wg_copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<B>{k, a.q_seq, a.q_fold}, k.m0,
                                 k.seq_q, a.head_dim);
 }
 // Key tile n into K stage n % STAGES, value tile n into V stage n % STAGES (separate rings:

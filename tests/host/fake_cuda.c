@@ -206,6 +206,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         .pdl = -1,
         .tensor_maps = last.tensor_maps,
     };
+    memcpy(l.maps, last.maps, sizeof l.maps); /* (a running record, as tensor_maps) */
     for (unsigned i = 0; i < config->numAttrs; i++) {
         const CUlaunchAttribute *a = &config->attrs[i];
         if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -252,6 +253,13 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType ty
     if (box[0] * elem % 16 || (swizzle == CU_TENSOR_MAP_SWIZZLE_128B && box[0] * elem > 128))
         return CUDA_ERROR_INVALID_VALUE;
     memset(map, 0, sizeof *map);
+    const int slot = last.tensor_maps % FAKE_CUDA_MAPS;
+    memset(&last.maps[slot], 0, sizeof last.maps[slot]);
+    last.maps[slot].address = address;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        last.maps[slot].dims[i] = dims[i];
+        if (i) last.maps[slot].strides[i - 1] = strides[i - 1];
+    }
     last.tensor_maps++;
     return CUDA_SUCCESS;
 }

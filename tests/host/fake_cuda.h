@@ -25,6 +25,7 @@ static inline int fake_cuda_blocks_per_sm(int threads) {
  * multiples of 16 bytes below 2^40, boxes of 1 to 256 with a first dimension of whole 16-byte
  * units and, 128-byte swizzled, at most 128 bytes, element strides 1 to 8) and fails with
  * CUDA_ERROR_INVALID_VALUE otherwise. */
+#define FAKE_CUDA_MAPS 8
 typedef struct fake_cuda_launch {
     int count;            /* cuLaunchKernelEx calls so far */
     const char *kernel;   /* the name the library looked the kernel up by (cuLibraryGetKernel) */
@@ -37,6 +38,10 @@ typedef struct fake_cuda_launch {
     unsigned cluster[3];  /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, all 0 when absent */
     int tensor_maps;      /* cuTensorMapEncodeTiled calls so far that succeeded (a running
                            * count, as `count`; kept up to date between launches too) */
+    struct {              /* the last FAKE_CUDA_MAPS of them: map i at maps[i % FAKE_CUDA_MAPS] */
+        const void *address;
+        unsigned long long dims[5], strides[4]; /* strides in bytes, of dims 1 to rank - 1 */
+    } maps[FAKE_CUDA_MAPS];
 } fake_cuda_launch;
 
 /* Exported by the fake: copies the record into *out. Look it up with dlsym on the library's

@@ -352,6 +352,50 @@ static void test_attention_splits(void **state) {
     assert_int_equal(bytes, TILE_FLASH_ATTENTION_WORKSPACE_BYTES);
 }
 
+/* Varlen tensor maps (encode_attention_map): a window of the longest sequence's rows whose
+ * two token axes both move one token, based that many tokens early, so row r of the sequence
+ * ending at token E is token E - S + r. Calls whose sequences hold at most one query (S 1,
+ * varlen decode without a GQA fold) once took a stride past the tensor for both token axes, as
+ * for a lone axis, and their warp-specialized kernels read and stored elsewhere; a tensor of
+ * one token has a lone token axis, whose stride may be anything but must be the same for both
+ * axes and the base. 3 sequences of 4 heads (MHA: no fold), BSHD, on every warp-specialized
+ * variant: q's map (the call's first) and o's (its fourth, where encoded). */
+static void test_attention_varlen_maps(void **state) {
+    (void)state;
+    tile_variant_info v;
+    int checked = 0;
+    FOR_VARIANTS(i, "attention", TILE_DTYPE_BF16, v) {
+        if (!runs_here(&v) || !attention_maps(&v)) continue;
+        for (int tokens = 1; tokens <= 3; tokens += 2) {
+            tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, (int32_t)v.max_cols, 0);
+            a.batch = tokens, a.heads_q = a.heads_kv = 4;
+            a.seqlen_q = 1, a.seqlen_k = 100;
+            a.cu_seqlens_q = DEV(OFFSETS), a.cu_seqlens_k = DEV(OFFSETS + 1);
+            a.total_q = tokens, a.total_k = 100 * tokens;
+            const int64_t seq = (int64_t)a.heads_q * a.head_dim; /* BSHD: a token's elements */
+            a.q_seq_stride = a.o_seq_stride = a.k_seq_stride = a.v_seq_stride = seq;
+            a.q_head_stride = a.o_head_stride = a.k_head_stride = a.v_head_stride = a.head_dim;
+            a.q_batch_stride = a.o_batch_stride = a.k_batch_stride = a.v_batch_stride = 0;
+            const fake_cuda_launch before = recorded();
+            assert_status(tile_flash_attention_variant(i, &a, STREAM), TILE_STATUS_SUCCESS);
+            const fake_cuda_launch after = recorded();
+            for (int m = 0; m < after.tensor_maps - before.tensor_maps; m += 3) { /* q, then o */
+                const void *base = m ? a.o : a.q;
+                const int at = (before.tensor_maps + m) % FAKE_CUDA_MAPS;
+                const unsigned long long window = after.maps[at].strides[0],
+                                         outer = after.maps[at].strides[2];
+                assert_int_equal(after.maps[at].dims[1], 1);          /* S: one query */
+                assert_int_equal(after.maps[at].dims[3], tokens + 1); /* the ending token */
+                assert_int_equal(window, outer);
+                if (tokens > 1) assert_int_equal(window, (unsigned long long)seq * 2);
+                assert_true((const char *)after.maps[at].address + window == (const char *)base);
+                checked++;
+            }
+        }
+    }
+    assert_true(checked > 0 || arch != 90);
+}
+
 /* Grouped matmul shapes: many tiles (more than stay resident) with B [groups, k, n], and a few
  * with B [groups, n, k] and a bias. */
 static tile_grouped_matmul_args grouped_matmul_args(tile_dtype dtype, int large) {
@@ -732,6 +776,7 @@ int main(void) {
         cmocka_unit_test(test_norm),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_splits),
+        cmocka_unit_test(test_attention_varlen_maps),
         cmocka_unit_test(test_grouped_matmul),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
