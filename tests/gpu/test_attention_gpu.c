@@ -363,8 +363,14 @@ static const int32_t decode_k[] = {3000, 17, 0, 5000, 1};
 static const int32_t spec_q[] = {4, 1, 0, 7, 2};
 static const int32_t spec_k[] = {3000, 17, 0, 5000, 3};
 
+/* varlen decode of many sequences (more blocks than a split takes): one query a sequence, or
+ * none, against 1 to 700 keys (filled in by dispatcher_cases) */
+#define MANY 48
+static int32_t many_q[MANY], many_k[MANY];
+
 /* The dispatcher on the shapes, both dtypes. */
 static void dispatcher_cases(void) {
+    for (int i = 0; i < MANY; i++) many_q[i] = i % 7 != 3, many_k[i] = 1 + (i * 397) % 700;
     for (int di = 0; di < 2; di++) {
         const tile_dtype dt = di ? TILE_DTYPE_F16 : TILE_DTYPE_BF16;
         uint64_t seed = 100 + (uint64_t)di * 1000;
@@ -400,6 +406,11 @@ static void dispatcher_cases(void) {
             {-1, dt, 1, 8, 2, 64, 20, 700, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 5, 8, 2, 128, 0, 0, 1, BSHD, spec_q, spec_k, 1, 0, seed++, 0},
             {-1, dt, 5, 16, 2, 64, 0, 0, 0, BHSD, spec_q, spec_k, 1, 0, seed++, 0},
+            /* varlen decode, MHA (nothing folds), no workspace (no split): a window of one
+             * query on whichever variant dispatch takes (perf-notes A51) */
+            {-1, dt, 5, 8, 8, 128, 0, 0, 1, BSHD, decode_q, decode_k, 1, 0, 9024, 0},
+            {-1, dt, 5, 4, 4, 64, 0, 0, 0, BSHD_PADDED, decode_q, decode_k, 1, 0, 9026, 0},
+            {-1, dt, MANY, 32, 32, 128, 0, 0, 1, BSHD, many_q, many_k, 1, 0, 9028, 0},
             /* decode with a workspace (odd seeds): the keys split over programs, their shares
              * combined (docs/api.md): GQA, MHA causal (one query: every key seen), a ragged
              * last split, head dims 64 and 256, and 3 causal queries a head against 5000 keys
