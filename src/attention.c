@@ -230,12 +230,15 @@ static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
  *   the heads' queries back to back, head stride = seqlen_q x seq stride, BHSD, without the
  *   causal mask): the kernels see an ordinary call, so any variant takes it. With one query a
  *   head the causal mask (bottom-right) hides no key, so it goes;
- * - by the kernels (the returned fold; by_kernel, and FOLD_ROWS at most): any layout, causal,
+ * - by the kernels (the returned fold; by_kernel, FOLD_ROWS rows at most): any layout, causal,
  *   varlen (a sequence's n queries, n x ratio rows); the variants that copy Q and store O by
  *   threads map each row to its head and query (tile::attn::query_offset), so dispatch takes
  *   no variant of tensor maps (problem_of).
  * The log-sum-exp keeps its layout either way. Nothing is copied; lengths stay 32-bit. */
-#define FOLD_ROWS 128 /* a key/value head's rows folded by the kernels: two 64-row blocks */
+/* A key/value head's rows folded by the kernels: one 64-row block. Folds of 96 and 128 rows
+ * ran level to 14% slower than the same calls unfolded on the warp-specialized kernels, whose
+ * blocks then fill (perf-notes A50). */
+#define FOLD_ROWS 64
 typedef struct query_fold {
     int32_t heads;                         /* query heads a folded sequence holds; 1: none */
     int64_t q_stride, o_stride, lse_stride; /* the caller's, between those heads */

@@ -398,8 +398,8 @@ static void dispatcher_cases(void) {
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 1, 128, 1, 300, 1, BSHD_PADDED, NULL, NULL, 1, 0, seed++, 0}, /* MQA */
             /* ... and those the kernels fold, each row mapped to its head and query
-             * (docs/api.md): causal, BSHD, varlen, and folds of two blocks (16 x 8 rows) or
-             * whose second block starts inside a head (20 x 4 rows) */
+             * (docs/api.md): causal, BSHD, varlen; GQA groups of more rows than a block
+             * (16 x 8, 20 x 4) stay unfolded */
             {-1, dt, 2, 8, 2, 128, 3, 700, 1, BHSD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 8, 2, 128, 3, 700, 0, BSHD, NULL, NULL, 1, 0, seed++, 0},
             {-1, dt, 2, 16, 2, 128, 16, 900, 1, BSHD, NULL, NULL, 1, 0, seed++, 0},

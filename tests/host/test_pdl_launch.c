@@ -220,6 +220,9 @@ static const decode_case decode_cases[] = {
     {"3 queries, BHSD q, BSHD o: folded by the kernels", 4, 3, 0, 1, 0, FOLD_KERNELS},
     {"3 queries, BHSD, causal: folded by the kernels", 4, 3, 1, 1, 1, FOLD_KERNELS},
     {"3 queries, BSHD: folded by the kernels", 4, 3, 0, 0, 0, FOLD_KERNELS},
+    {"16 queries, BSHD, causal (64 rows a key/value head): folded by the kernels", 4, 16, 1, 0, 0,
+     FOLD_KERNELS},
+    {"17 queries, BSHD (68 rows a key/value head): not folded", 4, 17, 0, 0, 0, FOLD_NONE},
     {"40 queries, BSHD (160 rows a key/value head): not folded", 4, 40, 1, 0, 0, FOLD_NONE},
 };
 #define DECODE_CASES ((int)(sizeof decode_cases / sizeof decode_cases[0]))
