@@ -248,7 +248,8 @@ static query_fold fold_query_heads(tile_flash_attention_args *a, int by_kernel) 
     const int64_t ratio = a->heads_q / a->heads_kv, sq = a->seqlen_q;
     const int varlen = a->cu_seqlens_q != NULL;
     if (ratio < 2 || sq < 1 || sq >= 64 || ratio * sq > INT32_MAX) return none;
-    const int by_strides = !varlen && (sq == 1 || (!a->causal && a->q_head_stride == sq * a->q_seq_stride &&
+    const int by_strides = !varlen && (sq == 1 || (!a->causal &&
+                                                    a->q_head_stride == sq * a->q_seq_stride &&
                                                     a->o_head_stride == sq * a->o_seq_stride));
     if (!by_strides && (!by_kernel || ratio * sq > FOLD_ROWS)) return none;
     query_fold fold = none;

@@ -59,8 +59,9 @@ typedef struct tile_problem {
                               * (norm: bias, residual, s) */
     int32_t pointwise;  /* 1: the call needs no row statistics (a norm-less norm call), so a
                          * program may take part of a row (column_tile variants) */
-    int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed):
-                             * variants that copy by them are not eligible */
+    int32_t no_tensor_maps; /* 1: no tensor map describes the call (its encoding failed, or
+                             * attention's kernels fold its rows): variants that copy by
+                             * them are not eligible */
     int32_t streams_keys; /* attention: 1 where every block streams K and V of its own (no
                            * GQA heads share them, after the decode fold) for at most 64 query
                            * rows: bound by the bytes in flight, so its pick's deeper-ring twin

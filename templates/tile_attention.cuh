@@ -161,7 +161,10 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
 
 // This program's block (one a program), with its rows' folded heads where L takes them: a
 // fixed-length call's seqlen_q counts the folded rows; a varlen one's cu_seqlens_q count a head's
-// queries, so its rows are a.fold times those, and its diagonal (program_block_at's) is right.
+// queries, so its rows are a.fold times those (whether the block has any decided again: with one
+// program a block, program_block_at's other empty blocks, the persistent walks', never occur),
+// and its diagonal (program_block_at's) is right. The host folds a block's rows at most
+// (FOLD_ROWS), but any count works.
 template <typename L>
 __device__ __forceinline__ auto program_block(const tile_attention_kernel_args &a) {
     if constexpr (!L::FOLDS) {
@@ -173,7 +176,7 @@ __device__ __forceinline__ auto program_block(const tile_attention_kernel_args &
         if (a.cu_seqlens_q) {
             k.head_rows = k.seq_q;
             k.seq_q *= a.fold;
-            k.empty = k.empty || k.m0 >= k.seq_q;
+            k.empty = k.m0 >= k.seq_q;
         } else {
             k.head_rows = k.seq_q / a.fold;
             k.diagonal += k.seq_q - k.head_rows;
@@ -201,13 +204,16 @@ __device__ __forceinline__ int64_t attention_walk(const tile_attention_kernel_ar
     return 2 * (int64_t)gridDim.x * ((units + gridDim.x - 1) / gridDim.x);
 }
 
+// The least query position of block k's rows.
+template <typename B> __device__ __forceinline__ int32_t first_query(const B &k) {
+    if constexpr (folds_rows<B>) return k.first_query;
+    return k.m0;
+}
 // Whether key tile n has elements outside the sequence or above the causal diagonal.
 template <typename L, typename B>
 __device__ __forceinline__ bool tile_needs_mask(const B &k, int32_t n, int32_t causal) {
     const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
-    int32_t first_query = k.m0;
-    if constexpr (folds_rows<B>) first_query = k.first_query;
-    return last_key >= k.seq_k || (causal && last_key > first_query + k.diagonal);
+    return last_key >= k.seq_k || (causal && last_key > first_query(k) + k.diagonal);
 }
 
 // Query row `row` of block k: its offset in q, o or lse, whose queries lie `seq` and whose
@@ -230,6 +236,28 @@ template <typename B> __device__ __forceinline__ int32_t query_position(const B 
 }
 
 // ------------------------------------------------------------------------------ copies
+// Calls copy(r, c) for each 16-byte chunk (row r, column chunk c) of a ROWS-row tile that this
+// thread copies. Where THREADS is a multiple of CHUNKS a thread's chunks share one column and
+// its rows step by THREADS / CHUNKS in a count of rounds fixed at compile time: in a loop
+// bounded by threadIdx.x each chunk took a branch, a reconvergence and a division, most of a
+// decode kernel's instructions (perf-notes A53). Otherwise (heads of 96) that loop.
+template <typename L, int ROWS, typename Copy>
+__device__ __forceinline__ void for_thread_chunks(Copy copy) {
+    if constexpr (L::THREADS % L::CHUNKS == 0) {
+        constexpr int STEP = L::THREADS / L::CHUNKS, ROUNDS = (ROWS + STEP - 1) / STEP;
+        const int c = (int)threadIdx.x % L::CHUNKS, r0 = (int)threadIdx.x / L::CHUNKS;
+#pragma unroll
+        for (int j = 0; j < ROUNDS; j++) {
+            if constexpr (ROWS % STEP != 0)
+                if (r0 + j * STEP >= ROWS) break; // a ragged last round
+            copy(r0 + j * STEP, c);
+        }
+    } else {
+#pragma unroll
+        for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) copy(i / L::CHUNKS, i % L::CHUNKS);
+    }
+}
+
 // Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
 // row_offset(r) elements) into shared memory at `smem` (pitch L::PITCH); rows >= rows_valid
 // and columns >= head_dim become zeros.
@@ -237,13 +265,11 @@ template <typename L, int ROWS, typename T, typename RowOffset>
 __device__ __forceinline__ void copy_tile(T *smem, const T *base, RowOffset row_offset,
                                           int32_t row0, int32_t rows_valid, int32_t head_dim) {
     const int chunks_valid = head_dim / 8;
-#pragma unroll
-    for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) {
-        const int r = i / L::CHUNKS, c = i % L::CHUNKS;
-        const bool valid = row0 + r < rows_valid && c < chunks_valid;
+    for_thread_chunks<L, ROWS>([&](int r, int c) {
+        const bool valid = c < chunks_valid && row0 + r < rows_valid;
         const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(smem + r * L::PITCH + c * 8, src, valid);
-    }
+    });
 }
 // Rows `ld` elements apart (keys and values).
 struct row_stride {
@@ -400,9 +426,9 @@ __device__ __forceinline__ void mask(scores<L> &S, const B &k, int32_t n, int32_
     for (int f = 0; f < L::MF; f++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int32_t row = query_position(k, k.m0 + fragment_row<L>(f) + g + r * 8);
+            const int32_t query = query_position(k, k.m0 + fragment_row<L>(f) + g + r * 8);
             int32_t last = k.seq_k - 1;
-            if (causal && row + k.diagonal < last) last = row + k.diagonal;
+            if (causal && query + k.diagonal < last) last = query + k.diagonal;
             const int32_t limit = last - n * L::BLOCK_N - 2 * t; // key j * 8 + e of the thread
 #pragma unroll
             for (int j = 0; j < L::N_TILES; j++)
@@ -519,7 +545,8 @@ __device__ __forceinline__ void finish_rows(const tile_attention_kernel_args &a,
             inv[f][r] = sum > 0.0f ? 1.0f / sum : 0.0f;
             const int32_t row = k.m0 + fragment_row<L>(f) + g + r * 8;
             if (lse_rows && t == 0 && row < k.seq_q)
-                lse_rows[folds_rows<B> ? query_offset(k, row, 1, a.lse_fold) : row] = sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
+                lse_rows[query_offset(k, row, 1, a.lse_fold)] =
+                    sum > 0.0f ? st.m[f][r] * a.scale + __logf(sum) : -__builtin_huge_valf();
         }
 }
 // The caller's log-sum-exp of block k's (batch, head), by row, or nullptr.
@@ -713,15 +740,13 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
 template <typename L, int ROWS, typename T, typename RowOffset>
 __device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, RowOffset row_offset,
                                              int32_t row0, int32_t rows_valid, int32_t head_dim) {
-    const int chunks_valid = head_dim / 8;
     unsigned char *dst = reinterpret_cast<unsigned char *>(smem);
-#pragma unroll
-    for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) {
-        const int r = i / L::CHUNKS, c = i % L::CHUNKS;
-        const bool valid = row0 + r < rows_valid && c < chunks_valid;
+    const int chunks_valid = head_dim / 8;
+    for_thread_chunks<L, ROWS>([&](int r, int c) {
+        const bool valid = c < chunks_valid && row0 + r < rows_valid;
         const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(dst + swizzled(ROWS, r, c), src, valid);
-    }
+    });
 }
 template <typename L, typename T, typename B>
 __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,

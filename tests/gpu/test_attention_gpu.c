@@ -359,8 +359,8 @@ static const int32_t ragged_k[] = {5, 1, 77, 513, 0};
 static const int32_t decode_q[] = {1, 1, 0, 1, 1};
 static const int32_t decode_k[] = {3000, 17, 0, 5000, 1};
 /* varlen speculative decode: a few queries a sequence (or none), causal against their caches
- * (the last one's 3 keys for 2 queries, bottom-right aligned) */
-static const int32_t spec_q[] = {4, 1, 0, 7, 2};
+ * (the last one's 3 keys for 5 queries, bottom-right aligned: its first two rows see none) */
+static const int32_t spec_q[] = {4, 1, 0, 7, 5};
 static const int32_t spec_k[] = {3000, 17, 0, 5000, 3};
 
 /* varlen decode of many sequences (more blocks than a split takes): one query a sequence, or

@@ -361,8 +361,9 @@ static void test_attention_splits(void **state) {
  * varlen decode without a GQA fold) once took a stride past the tensor for both token axes, as
  * for a lone axis, and their warp-specialized kernels read and stored elsewhere; a tensor of
  * one token has a lone token axis, whose stride may be anything but must be the same for both
- * axes and the base. 3 sequences of 4 heads (MHA: no fold), BSHD, on every warp-specialized
- * variant: q's map (the call's first) and o's (its fourth, where encoded). */
+ * axes and the base. 3 sequences (and 1) of one query and one key, 4 heads (MHA: no fold),
+ * BSHD, on every warp-specialized variant: the maps of q, k, v and (where encoded) o, in the
+ * order the call encodes them. */
 static void test_attention_varlen_maps(void **state) {
     (void)state;
     tile_variant_info v;
@@ -372,9 +373,9 @@ static void test_attention_varlen_maps(void **state) {
         for (int tokens = 1; tokens <= 3; tokens += 2) {
             tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, (int32_t)v.max_cols, 0);
             a.batch = tokens, a.heads_q = a.heads_kv = 4;
-            a.seqlen_q = 1, a.seqlen_k = 100;
+            a.seqlen_q = a.seqlen_k = 1;
             a.cu_seqlens_q = DEV(OFFSETS), a.cu_seqlens_k = DEV(OFFSETS + 1);
-            a.total_q = tokens, a.total_k = 100 * tokens;
+            a.total_q = a.total_k = tokens;
             const int64_t seq = (int64_t)a.heads_q * a.head_dim; /* BSHD: a token's elements */
             a.q_seq_stride = a.o_seq_stride = a.k_seq_stride = a.v_seq_stride = seq;
             a.q_head_stride = a.o_head_stride = a.k_head_stride = a.v_head_stride = a.head_dim;
@@ -382,12 +383,13 @@ static void test_attention_varlen_maps(void **state) {
             const fake_cuda_launch before = recorded();
             assert_status(tile_flash_attention_variant(i, &a, STREAM), TILE_STATUS_SUCCESS);
             const fake_cuda_launch after = recorded();
-            for (int m = 0; m < after.tensor_maps - before.tensor_maps; m += 3) { /* q, then o */
-                const void *base = m ? a.o : a.q;
+            const void *bases[4] = {a.q, a.k, a.v, a.o};
+            for (int m = 0; m < after.tensor_maps - before.tensor_maps; m++) {
+                const void *base = bases[m];
                 const int at = (before.tensor_maps + m) % FAKE_CUDA_MAPS;
                 const unsigned long long window = after.maps[at].strides[0],
                                          outer = after.maps[at].strides[2];
-                assert_int_equal(after.maps[at].dims[1], 1);          /* S: one query */
+                assert_int_equal(after.maps[at].dims[1], 1);          /* S: one row */
                 assert_int_equal(after.maps[at].dims[3], tokens + 1); /* the ending token */
                 assert_int_equal(window, outer);
                 if (tokens > 1) assert_int_equal(window, (unsigned long long)seq * 2);
