@@ -240,7 +240,9 @@ template <typename B> __device__ __forceinline__ int32_t query_position(const B 
 // thread copies. Where THREADS is a multiple of CHUNKS a thread's chunks share one column and
 // its rows step by THREADS / CHUNKS in a count of rounds fixed at compile time: in a loop
 // bounded by threadIdx.x each chunk took a branch, a reconvergence and a division, most of a
-// decode kernel's instructions (perf-notes A53). Otherwise (heads of 96) that loop.
+// decode kernel's instructions (perf-notes A53). Otherwise (heads of 96) that loop. Programs
+// are THREADS threads (the grids' `threads`), so r0 < STEP and only a ragged last round needs
+// a bound test.
 template <typename L, int ROWS, typename Copy>
 __device__ __forceinline__ void for_thread_chunks(Copy copy) {
     if constexpr (L::THREADS % L::CHUNKS == 0) {
