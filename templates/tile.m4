@@ -259,7 +259,8 @@ m4_define(<|TILE_RSQRT|>, <|rsqrtf($1)|>)
 # TILE_ATTENTION_LAYOUT(L): L is the attention tiling of this grid point.
 m4_define(<|TILE_ATTENTION_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_M|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
 using $1 = tile::attn::layout<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, BLOCK_M / WARPS>; m4_dnl
-static_assert(sizeof(T) * $1::SMEM_ELEMENTS <= SMEM, "the grid's smem holds the Q, K and V tiles")|>)
+static_assert(sizeof(T) * $1::SMEM_ELEMENTS <= SMEM, "the grid's smem holds the Q, K and V tiles"); m4_dnl
+static_assert($1::PROGRAM_THREADS == THREADS, "the grid's threads are the layout's (each copies its chunks: for_thread_chunks)")|>)
 # TILE_ATTENTION_PROGRAM(blk, L, a): blk = this program's (batch, head, query block), its
 # sequence extents and the key tiles it visits, [0, blk.n_end); blk.empty: nothing to do.
 m4_define(<|TILE_ATTENTION_PROGRAM|>, <|TILE_ARGS(<|TILE_ATTENTION_PROGRAM|>, <|$3|>, 3)m4_dnl
@@ -312,7 +313,8 @@ m4_define(<|TILE_ATTENTION_STORE|>, <|TILE_ARGS(<|TILE_ATTENTION_STORE|>, <|$4|>
 # TILE_ATTENTION_WG_LAYOUT(L): L is the warpgroup tiling of this grid point.
 m4_define(<|TILE_ATTENTION_WG_LAYOUT|>, <|TILE_NEED(<|HEAD_DIM|>)TILE_NEED(<|BLOCK_N|>)TILE_NEED(<|WARPS|>)m4_dnl
 using $1 = tile::attn::wg_layout<HEAD_DIM, BLOCK_N, WARPS / 4, m4_ifdef(<|STAGES|>, STAGES, 2)>; m4_dnl
-static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment")|>)
+static_assert($1::SMEM_BYTES <= SMEM, "the grid's smem holds the swizzled tiles and their alignment"); m4_dnl
+static_assert($1::PROGRAM_THREADS == THREADS, "the grid's threads are the layout's (each copies its chunks: for_thread_chunks)")|>)
 # TILE_WG_AHEAD(L): how many key tiles the copies run ahead of the products (stages - 1).
 m4_define(<|TILE_WG_AHEAD|>, <|$1::AHEAD|>)
 # TILE_WG_TILES(tiles, L): tiles.q and STAGES buffers tiles.k(s), tiles.v(s) in shared memory.

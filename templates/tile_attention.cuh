@@ -26,6 +26,7 @@ template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_>
     static constexpr bool HANDED = false;          // every warp walks the blocks (ws_layout)
     static constexpr bool FOLDS = true;            // takes query heads folded into rows (a.fold)
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
+    static constexpr int PROGRAM_THREADS = THREADS; // (as the grid names them)
     static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int WARP_ROWS = WARP_ROWS_;   // query rows a warp owns
     static constexpr int MF = WARP_ROWS / 16;      // its 16-row mma fragments: each key or
@@ -700,6 +701,7 @@ template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int STAGES = STAGES_;         // K and V buffers each: copies run
     static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
+    static constexpr int PROGRAM_THREADS = THREADS; // (as the grid names them)
     static constexpr int WARP_ROWS = 16, MF = 1;   // fragments as the mma path sees them
     static constexpr int FIRST_WARP = 0;           // every warp owns query rows
     static constexpr int CHUNKS = HEAD_DIM / 8, PITCH = HEAD_DIM + 8; // output staging
