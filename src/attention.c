@@ -1,7 +1,5 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
 #include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "attention_args.h"
 #include "attention_tune_grid.h"
@@ -221,6 +219,15 @@ static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
     return SPLIT_SHARES_OFFSET + (size_t)(split_lse_floats(rows) + rows * a->head_dim) * sizeof(float);
 }
 
+/* A key/value head's rows folded by the kernels: one 64-row block. Folds of 96 and 128 rows
+ * ran level to 14% slower than the same calls unfolded on the warp-specialized kernels, whose
+ * blocks then fill (perf-notes A50). */
+#define FOLD_ROWS 64
+typedef struct query_fold {
+    int32_t heads;                         /* query heads a folded sequence holds; 1: none */
+    int64_t q_stride, o_stride, lse_stride; /* the caller's, between those heads */
+} query_fold;
+
 /* Decode-shaped calls (fewer queries a head than the narrowest block's 64 rows) waste most of
  * a block's rows, and each query head of a GQA group reads its key/value head again. So the
  * query heads of one key/value head become one sequence: the call one of heads_kv heads of
@@ -235,14 +242,6 @@ static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
  *   threads map each row to its head and query (tile::attn::query_offset), so dispatch takes
  *   no variant of tensor maps (problem_of).
  * The log-sum-exp keeps its layout either way. Nothing is copied; lengths stay 32-bit. */
-/* A key/value head's rows folded by the kernels: one 64-row block. Folds of 96 and 128 rows
- * ran level to 14% slower than the same calls unfolded on the warp-specialized kernels, whose
- * blocks then fill (perf-notes A50). */
-#define FOLD_ROWS 64
-typedef struct query_fold {
-    int32_t heads;                         /* query heads a folded sequence holds; 1: none */
-    int64_t q_stride, o_stride, lse_stride; /* the caller's, between those heads */
-} query_fold;
 static query_fold fold_query_heads(tile_flash_attention_args *a, int by_kernel) {
     const query_fold none = {1, 0, 0, 0};
     const int64_t ratio = a->heads_q / a->heads_kv, sq = a->seqlen_q;
@@ -778,16 +777,12 @@ tile_status tile_flash_attention_explain(const tile_flash_attention_args *args, 
     tile_problem p = problem_of(&a, &fold, al.bytes);
     s = tile_explain_problem(fn, &p, arch, decision);
     const tile_variant *v = s == TILE_STATUS_SUCCESS ? &tile_registry[decision->variant] : NULL;
-    if (v && tile_problem_splits_keys(&p) && variant_splits_keys(v)) {
-        /* (the count is the launch's: the device's resident programs of the variant) */
-        const size_t used = strlen(decision->reason);
-        snprintf(decision->reason + used, sizeof decision->reason - used,
-                 "; its keys split over programs (2 to %lld)", (long long)split_limit(&a));
-    }
-    if (v && fold.heads > 1) {
-        const size_t used = strlen(decision->reason);
-        snprintf(decision->reason + used, sizeof decision->reason - used,
-                 "; %d query heads a key/value head fold into its rows", (int)fold.heads);
-    }
+    /* (the split count is the launch's: the device's resident programs of the variant) */
+    if (v && tile_problem_splits_keys(&p) && variant_splits_keys(v))
+        tile_decision_append(decision, "; its keys split over programs (2 to %lld)",
+                             (long long)split_limit(&a));
+    if (v && fold.heads > 1)
+        tile_decision_append(decision, "; %d query heads a key/value head fold into its rows",
+                             (int)fold.heads);
     return tile_name_misaligned(fn, s, &al);
 }

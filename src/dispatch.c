@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* getline */
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,14 @@ static void runtime_table_load(void) {
     }
     free(line);
     fclose(f);
+}
+
+void tile_decision_append(tile_decision *decision, const char *fmt, ...) {
+    const size_t used = strlen(decision->reason);
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(decision->reason + used, sizeof decision->reason - used, fmt, args);
+    va_end(args);
 }
 
 int tile_problem_splits_keys(const tile_problem *p) {
@@ -404,10 +413,8 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
     const int32_t twin = tile_registry[decision->variant].lean_twin;
     if (twin < 0 || !tile_variant_eligible(&tile_registry[twin], p, NULL)) return;
     decision->variant = twin;
-    const size_t used = strlen(decision->reason);
-    snprintf(decision->reason + used, sizeof decision->reason - used,
-             "; its lean twin (rows of exactly %lld columns, no optional inputs)",
-             (long long)p->cols);
+    tile_decision_append(decision, "; its lean twin (rows of exactly %lld columns, no optional inputs)",
+                         (long long)p->cols);
 }
 
 /* Attention of long key sequences: the chosen variant's twin of 144-key tiles (the same kernel,
@@ -432,21 +439,29 @@ static int same_params_but(const char *a, const char *b, const char *key) {
     }
     return 1;
 }
+/* The variant of v's op and dtype, eligible for p, whose params are v's but for `key`, which
+ * is `value` ("BLOCK_N", 144: v's twin of 144-key tiles); -1 where none. */
+static int32_t twin_with(const tile_variant *v, const tile_problem *p, const char *key,
+                         int64_t value) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s=", key);
+    if (!v->params) return -1;
+    for (int32_t i = 0; i < tile_registry_count; i++) {
+        const tile_variant *t = &tile_registry[i];
+        if (t->dtype == v->dtype && !strcmp(t->op, v->op) && tile_variant_param(t, key) == value &&
+            t->params && same_params_but(t->params, v->params, prefix) &&
+            tile_variant_eligible(t, p, NULL))
+            return i;
+    }
+    return -1;
+}
 static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
     if (p->seqlen_k < LONG_KEYS || p->varlen || tile_variant_param(v, "BLOCK_N") != 128) return;
-    for (int32_t i = 0; i < tile_registry_count; i++) {
-        const tile_variant *t = &tile_registry[i];
-        if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "BLOCK_N") != 144 ||
-            !v->params || !t->params || !same_params_but(t->params, v->params, "BLOCK_N=") ||
-            !tile_variant_eligible(t, p, NULL))
-            continue;
-        decision->variant = i;
-        const size_t used = strlen(decision->reason);
-        snprintf(decision->reason + used, sizeof decision->reason - used,
-                 "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
-        return;
-    }
+    const int32_t twin = twin_with(v, p, "BLOCK_N", 144);
+    if (twin < 0) return;
+    decision->variant = twin;
+    tile_decision_append(decision, "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
 }
 
 /* A call bound by the bytes of K and V in flight (streams_keys) takes the chosen variant's twin
@@ -456,19 +471,12 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
 static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
     const int64_t stages = tile_variant_param(v, "STAGES");
-    if (!streams_keys(p) || stages < 2 || !v->params) return;
-    for (int32_t i = 0; i < tile_registry_count; i++) {
-        const tile_variant *t = &tile_registry[i];
-        if (t->dtype != v->dtype || strcmp(t->op, v->op) || tile_variant_param(t, "STAGES") != stages + 1 ||
-            !t->params || !same_params_but(t->params, v->params, "STAGES=") ||
-            !tile_variant_eligible(t, p, NULL))
-            continue;
-        decision->variant = i;
-        const size_t used = strlen(decision->reason);
-        snprintf(decision->reason + used, sizeof decision->reason - used,
-                 "; its twin of %lld stages (K and V streamed)", (long long)(stages + 1));
-        return;
-    }
+    if (!streams_keys(p) || stages < 2) return;
+    const int32_t twin = twin_with(v, p, "STAGES", stages + 1);
+    if (twin < 0) return;
+    decision->variant = twin;
+    tile_decision_append(decision, "; its twin of %lld stages (K and V streamed)",
+                         (long long)(stages + 1));
 }
 
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {

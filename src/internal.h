@@ -166,6 +166,9 @@ int64_t tile_resident_programs(const tile_device *device, int32_t variant);
  * half of the device's SMs (132 where unknown). Dispatch then takes a variant of one program a
  * block (persistent ones never split) and its deeper-ring twin; the launch splits. */
 int tile_problem_splits_keys(const tile_problem *p);
+/* Appends printf-style text to decision->reason (what a pick's refinements add: "; its lean
+ * twin ...", truncated at the reason's size). */
+void tile_decision_append(tile_decision *decision, const char *fmt, ...) TILE_PRINTF(2, 3);
 /* tile_launch_programs, persistent variants clamped to their resident programs. */
 tile_status tile_launch(const tile_device *device, int32_t variant, int64_t programs,
                         tile_stream stream, void **args);
