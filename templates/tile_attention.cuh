@@ -237,30 +237,6 @@ template <typename B> __device__ __forceinline__ int32_t query_position(const B 
 }
 
 // ------------------------------------------------------------------------------ copies
-// Calls copy(r, c) for each 16-byte chunk (row r, column chunk c) of a ROWS-row tile that this
-// thread copies. Where THREADS is a multiple of CHUNKS a thread's chunks share one column and
-// its rows step by THREADS / CHUNKS in a count of rounds fixed at compile time: in a loop
-// bounded by threadIdx.x each chunk took a branch, a reconvergence and a division, most of a
-// decode kernel's instructions (perf-notes A53). Otherwise (heads of 96) that loop. Programs
-// are THREADS threads (the grids' `threads`), so r0 < STEP and only a ragged last round needs
-// a bound test.
-template <typename L, int ROWS, typename Copy>
-__device__ __forceinline__ void for_thread_chunks(Copy copy) {
-    if constexpr (L::THREADS % L::CHUNKS == 0) {
-        constexpr int STEP = L::THREADS / L::CHUNKS, ROUNDS = (ROWS + STEP - 1) / STEP;
-        const int c = (int)threadIdx.x % L::CHUNKS, r0 = (int)threadIdx.x / L::CHUNKS;
-#pragma unroll
-        for (int j = 0; j < ROUNDS; j++) {
-            if constexpr (ROWS % STEP != 0)
-                if (r0 + j * STEP >= ROWS) break; // a ragged last round
-            copy(r0 + j * STEP, c);
-        }
-    } else {
-#pragma unroll
-        for (int i = threadIdx.x; i < ROWS * L::CHUNKS; i += L::THREADS) copy(i / L::CHUNKS, i % L::CHUNKS);
-    }
-}
-
 // Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
 // row_offset(r) elements) into shared memory at `smem` (pitch L::PITCH); rows >= rows_valid
 // and columns >= head_dim become zeros.
@@ -268,7 +244,7 @@ template <typename L, int ROWS, typename T, typename RowOffset>
 __device__ __forceinline__ void copy_tile(T *smem, const T *base, RowOffset row_offset,
                                           int32_t row0, int32_t rows_valid, int32_t head_dim) {
     const int chunks_valid = head_dim / 8;
-    for_thread_chunks<L, ROWS>([&](int r, int c) {
+    for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
         const bool valid = c < chunks_valid && row0 + r < rows_valid;
         const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(smem + r * L::PITCH + c * 8, src, valid);
@@ -746,7 +722,7 @@ __device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, RowOffset r
                                              int32_t row0, int32_t rows_valid, int32_t head_dim) {
     unsigned char *dst = reinterpret_cast<unsigned char *>(smem);
     const int chunks_valid = head_dim / 8;
-    for_thread_chunks<L, ROWS>([&](int r, int c) {
+    for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
         const bool valid = c < chunks_valid && row0 + r < rows_valid;
         const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(dst + swizzled(ROWS, r, c), src, valid);

@@ -82,6 +82,30 @@ __device__ __forceinline__ void copy16(void *smem, const void *global, bool vali
 }
 __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
+// Calls copy(r, c) for each 16-byte chunk (row r, column chunk c) of a ROWS x CHUNKS tile
+// that this thread copies, of a program of THREADS threads (the grids' `threads`, which the
+// layouts assert). Where THREADS is a multiple of CHUNKS a thread's chunks share one column
+// and its rows step by THREADS / CHUNKS in a count of rounds fixed at compile time (r0 < STEP:
+// only a ragged last round needs a bound test): in a loop bounded by threadIdx.x each chunk
+// took a branch, a reconvergence and a division, most of a decode kernel's instructions
+// (perf-notes A53). Otherwise (attention's heads of 96) that loop.
+template <int THREADS, int CHUNKS, int ROWS, typename Copy>
+__device__ __forceinline__ void for_thread_chunks(Copy copy) {
+    if constexpr (THREADS % CHUNKS == 0) {
+        constexpr int STEP = THREADS / CHUNKS, ROUNDS = (ROWS + STEP - 1) / STEP;
+        const int c = (int)threadIdx.x % CHUNKS, r0 = (int)threadIdx.x / CHUNKS;
+#pragma unroll
+        for (int j = 0; j < ROUNDS; j++) {
+            if constexpr (ROWS % STEP != 0)
+                if (r0 + j * STEP >= ROWS) break; // a ragged last round
+            copy(r0 + j * STEP, c);
+        }
+    } else {
+#pragma unroll
+        for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS) copy(i / CHUNKS, i % CHUNKS);
+    }
+}
+
 // Waits for this thread's copies but the PENDING most recent groups, makes them visible to
 // the tensor cores' (async) proxy, then waits for the program: the tiles the next products
 // read are whole and every warp is done with the stages the next copies overwrite.
