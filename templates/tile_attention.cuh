@@ -652,13 +652,11 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
     __syncthreads();
     T *out = out_of<T>(a, k);
     const int chunks_valid = a.head_dim / 8;
-#pragma unroll
-    for (int i = threadIdx.x; i < L::BLOCK_M * L::CHUNKS; i += L::THREADS) {
-        const int r = i / L::CHUNKS, c = i % L::CHUNKS;
+    for_thread_chunks<L::THREADS, L::CHUNKS, L::BLOCK_M>([&](int r, int c) {
         if (k.m0 + r < k.seq_q && c < chunks_valid)
             *reinterpret_cast<int4 *>(out + query_offset(k, k.m0 + r, a.o_seq, a.o_fold) + c * 8) =
                 *reinterpret_cast<const int4 *>(q_smem + r * L::PITCH + c * 8);
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------ Hopper path
