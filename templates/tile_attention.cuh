@@ -238,17 +238,32 @@ template <typename B> __device__ __forceinline__ int32_t query_position(const B 
 
 // ------------------------------------------------------------------------------ copies
 // Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
-// row_offset(r) elements) into shared memory at `smem` (pitch L::PITCH); rows >= rows_valid
-// and columns >= head_dim become zeros.
-template <typename L, int ROWS, typename T, typename RowOffset>
-__device__ __forceinline__ void copy_tile(T *smem, const T *base, RowOffset row_offset,
+// row_offset(r) elements) into shared memory, chunk (r, c) at byte at(r, c) of `dst`; rows >=
+// rows_valid and columns >= head_dim become zeros. A whole tile (most of a call's) takes no
+// test a chunk.
+template <typename L, int ROWS, typename T, typename RowOffset, typename At>
+__device__ __forceinline__ void copy_rows(unsigned char *dst, At at, const T *base, RowOffset row_offset,
                                           int32_t row0, int32_t rows_valid, int32_t head_dim) {
+    if (head_dim == L::CHUNKS * 8 && row0 + ROWS <= rows_valid) {
+        for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
+            copy16(dst + at(r, c), base + row_offset(row0 + r) + c * 8, true);
+        });
+        return;
+    }
     const int chunks_valid = head_dim / 8;
     for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
         const bool valid = c < chunks_valid && row0 + r < rows_valid;
         const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
-        copy16(smem + r * L::PITCH + c * 8, src, valid);
+        copy16(dst + at(r, c), src, valid);
     });
+}
+// copy_rows into padded rows of L::PITCH elements (the mma.sync path).
+template <typename L, int ROWS, typename T, typename RowOffset>
+__device__ __forceinline__ void copy_tile(T *smem, const T *base, RowOffset row_offset,
+                                          int32_t row0, int32_t rows_valid, int32_t head_dim) {
+    copy_rows<L, ROWS>(reinterpret_cast<unsigned char *>(smem),
+                       [](int r, int c) { return (uint32_t)(r * L::PITCH + c * 8) * (uint32_t)sizeof(T); },
+                       base, row_offset, row0, rows_valid, head_dim);
 }
 // Rows `ld` elements apart (keys and values).
 struct row_stride {
@@ -713,18 +728,13 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
 }
 
 
-// Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
-// row_offset(r)) into a swizzled tile; rows >= rows_valid and columns >= head_dim become zeros.
+// copy_rows into a swizzled tile (the wgmma path).
 template <typename L, int ROWS, typename T, typename RowOffset>
 __device__ __forceinline__ void wg_copy_tile(T *smem, const T *base, RowOffset row_offset,
                                              int32_t row0, int32_t rows_valid, int32_t head_dim) {
-    unsigned char *dst = reinterpret_cast<unsigned char *>(smem);
-    const int chunks_valid = head_dim / 8;
-    for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
-        const bool valid = c < chunks_valid && row0 + r < rows_valid;
-        const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
-        copy16(dst + swizzled(ROWS, r, c), src, valid);
-    });
+    copy_rows<L, ROWS>(reinterpret_cast<unsigned char *>(smem),
+                       [](int r, int c) { return swizzled(ROWS, r, c); }, base, row_offset, row0,
+                       rows_valid, head_dim);
 }
 template <typename L, typename T, typename B>
 __device__ __forceinline__ void wg_copy_q(const wg_tiles<L, T> &s, const tile_attention_kernel_args &a,
