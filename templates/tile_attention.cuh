@@ -239,19 +239,20 @@ template <typename B> __device__ __forceinline__ int32_t query_position(const B 
 // ------------------------------------------------------------------------------ copies
 // Starts copying rows [row0, row0 + ROWS) of a [seq, head_dim] slab (row r at base +
 // row_offset(r) elements) into shared memory, chunk (r, c) at byte at(r, c) of `dst`; rows >=
-// rows_valid and columns >= head_dim become zeros. A whole tile (most of a call's) takes no
-// test a chunk.
+// rows_valid and columns >= head_dim become zeros. A tile inside the sequence at the layout's
+// full head_dim skips the test a chunk (perf-notes A55).
 template <typename L, int ROWS, typename T, typename RowOffset, typename At>
-__device__ __forceinline__ void copy_rows(unsigned char *dst, At at, const T *base, RowOffset row_offset,
-                                          int32_t row0, int32_t rows_valid, int32_t head_dim) {
+__device__ __forceinline__ void copy_rows(unsigned char *dst, At at, const T *base,
+                                          RowOffset row_offset, int32_t row0, int32_t rows_valid,
+                                          int32_t head_dim) {
     if (head_dim == L::CHUNKS * 8 && row0 + ROWS <= rows_valid) {
-        for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
+        for_thread_chunks<L::THREADS, ROWS, L::CHUNKS>([&](int r, int c) {
             copy16(dst + at(r, c), base + row_offset(row0 + r) + c * 8, true);
         });
         return;
     }
     const int chunks_valid = head_dim / 8;
-    for_thread_chunks<L::THREADS, L::CHUNKS, ROWS>([&](int r, int c) {
+    for_thread_chunks<L::THREADS, ROWS, L::CHUNKS>([&](int r, int c) {
         const bool valid = c < chunks_valid && row0 + r < rows_valid;
         const T *src = valid ? base + row_offset(row0 + r) + c * 8 : base;
         copy16(dst + at(r, c), src, valid);
@@ -259,11 +260,11 @@ __device__ __forceinline__ void copy_rows(unsigned char *dst, At at, const T *ba
 }
 // copy_rows into padded rows of L::PITCH elements (the mma.sync path).
 template <typename L, int ROWS, typename T, typename RowOffset>
-__device__ __forceinline__ void copy_tile(T *smem, const T *base, RowOffset row_offset,
-                                          int32_t row0, int32_t rows_valid, int32_t head_dim) {
+__device__ __forceinline__ void copy_padded_tile(T *smem, const T *base, RowOffset row_offset,
+                                                 int32_t row0, int32_t rows_valid, int32_t head_dim) {
     copy_rows<L, ROWS>(reinterpret_cast<unsigned char *>(smem),
-                       [](int r, int c) { return (uint32_t)(r * L::PITCH + c * 8) * (uint32_t)sizeof(T); },
-                       base, row_offset, row0, rows_valid, head_dim);
+                       [](int r, int c) { return padded<L::PITCH, T>(r, c); }, base, row_offset,
+                       row0, rows_valid, head_dim);
 }
 // Rows `ld` elements apart (keys and values).
 struct row_stride {
@@ -305,19 +306,19 @@ __device__ __forceinline__ const T *v_slab(const tile_attention_kernel_args &a, 
 template <typename L, typename T, typename B>
 __device__ __forceinline__ void copy_q(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const B &k) {
-    copy_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<B>{k, a.q_seq, a.q_fold}, k.m0,
+    copy_padded_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<B>{k, a.q_seq, a.q_fold}, k.m0,
                              k.seq_q, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void copy_k(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k, int32_t n) {
-    copy_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), row_stride{a.k_seq}, n * L::BLOCK_N, k.seq_k,
+    copy_padded_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), row_stride{a.k_seq}, n * L::BLOCK_N, k.seq_k,
                              a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void copy_v(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k, int32_t n) {
-    copy_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), row_stride{a.v_seq}, n * L::BLOCK_N, k.seq_k,
+    copy_padded_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), row_stride{a.v_seq}, n * L::BLOCK_N, k.seq_k,
                              a.head_dim);
 }
 
@@ -667,7 +668,7 @@ __device__ __forceinline__ void store(const tile_attention_kernel_args &a, const
     __syncthreads();
     T *out = out_of<T>(a, k);
     const int chunks_valid = a.head_dim / 8;
-    for_thread_chunks<L::THREADS, L::CHUNKS, L::BLOCK_M>([&](int r, int c) {
+    for_thread_chunks<L::THREADS, L::BLOCK_M, L::CHUNKS>([&](int r, int c) {
         if (k.m0 + r < k.seq_q && c < chunks_valid)
             *reinterpret_cast<int4 *>(out + query_offset(k, k.m0 + r, a.o_seq, a.o_fold) + c * 8) =
                 *reinterpret_cast<const int4 *>(q_smem + r * L::PITCH + c * 8);

@@ -255,11 +255,11 @@ template <int ROWS, int CHUNKS, int PITCH, int THREADS, typename T>
 __device__ __forceinline__ void copy_tile(T *dst, const T *src, int64_t ld, int64_t rows_valid,
                                           int64_t cols_valid) {
     unsigned char *d = reinterpret_cast<unsigned char *>(dst);
-    for_thread_chunks<THREADS, CHUNKS, ROWS>([&](int r, int c) {
+    for_thread_chunks<THREADS, ROWS, CHUNKS>([&](int r, int c) {
         const int64_t left = cols_valid - c * 8;
         const int bytes = r >= rows_valid || left <= 0 ? 0 : left >= 8 ? 16 : (int)left * 2;
         const T *from = bytes ? src + r * ld + c * 8 : src;
-        const uint32_t at = PITCH ? (uint32_t)(r * PITCH + c * 8) * 2 : swizzled(ROWS, r, c);
+        const uint32_t at = PITCH ? padded<PITCH, T>(r, c) : swizzled(ROWS, r, c);
         copy16_partial(d + at, from, bytes);
     });
 }

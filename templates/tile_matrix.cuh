@@ -83,13 +83,15 @@ __device__ __forceinline__ void copy16(void *smem, const void *global, bool vali
 __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
 // Calls copy(r, c) for each 16-byte chunk (row r, column chunk c) of a ROWS x CHUNKS tile
-// that this thread copies, of a program of THREADS threads (the grids' `threads`, which the
-// layouts assert). Where THREADS is a multiple of CHUNKS a thread's chunks share one column
-// and its rows step by THREADS / CHUNKS in a count of rounds fixed at compile time (r0 < STEP:
-// only a ragged last round needs a bound test): in a loop bounded by threadIdx.x each chunk
-// took a branch, a reconvergence and a division, most of a decode kernel's instructions
-// (perf-notes A53). Otherwise (attention's heads of 96) that loop.
-template <int THREADS, int CHUNKS, int ROWS, typename Copy>
+// that this thread copies, of a program of THREADS threads: every thread of the program takes
+// part and threadIdx.x < THREADS (the grids' `threads`, which the layouts assert). Where
+// THREADS is a multiple of CHUNKS a thread's chunks share one column and its rows step by
+// THREADS / CHUNKS in a count of rounds fixed at compile time (r0 < STEP: only a ragged last
+// round needs a bound test): in a loop bounded by threadIdx.x each chunk took a branch, a
+// reconvergence and a division, most of a decode kernel's instructions and 12-43% of the
+// grouped matmul's `mma` rate (perf-notes A53, G23). Otherwise (attention's
+// heads of 96) that loop.
+template <int THREADS, int ROWS, int CHUNKS, typename Copy>
 __device__ __forceinline__ void for_thread_chunks(Copy copy) {
     if constexpr (THREADS % CHUNKS == 0) {
         constexpr int STEP = THREADS / CHUNKS, ROUNDS = (ROWS + STEP - 1) / STEP;
@@ -129,6 +131,10 @@ template <typename T, int N> struct wgmma_op;
 
 // Swizzled tiles: rows of 64 two-byte columns (128 bytes) in 8-row atoms whose 16-byte chunks are
 // XOR-permuted by row; a wider tile is a sequence of 64-column blocks of `rows` rows each.
+// Byte offset of 16-byte chunk c of row r in a tile of padded rows of PITCH elements of T.
+template <int PITCH, typename T> __device__ __forceinline__ uint32_t padded(int r, int c) {
+    return (uint32_t)(r * PITCH + c * 8) * (uint32_t)sizeof(T);
+}
 // Byte offset of 16-byte chunk c (of the row's) of row r in a swizzled tile of `rows` rows.
 __device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
     return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
