@@ -205,14 +205,14 @@ static int64_t split_limit(const tile_flash_attention_args *a) {
     return n > SPLIT_MAX ? SPLIT_MAX : n < 1 ? 1 : n;
 }
 
-/* Bytes of the workspace a call of `splits` splits uses (0 for none); the shares' rows are the
- * folded call's (batch x heads_q x seqlen_q, the same rows as the caller's; varlen: seqlen_q
- * rows a sequence, the longest). */
+/* The shares' rows of a call of `splits` splits: the folded call's (batch x heads_q x seqlen_q,
+ * the same rows as the caller's; varlen: seqlen_q rows a sequence, the longest). */
 static int64_t split_rows(const tile_flash_attention_args *a, int64_t splits) {
     return splits * a->batch * a->heads_q * a->seqlen_q; /* <= 2^35 (check_args) */
 }
 /* The shares' log-sum-exps, in floats: the O shares after them start 16-byte aligned. */
 static int64_t split_lse_floats(int64_t rows) { return (rows + 3) / 4 * 4; }
+/* Bytes of the workspace a call of `splits` splits uses (0 for none). */
 static size_t split_bytes(const tile_flash_attention_args *a, int64_t splits) {
     if (splits < 2) return 0;
     const int64_t rows = split_rows(a, splits);

@@ -306,20 +306,20 @@ __device__ __forceinline__ const T *v_slab(const tile_attention_kernel_args &a, 
 template <typename L, typename T, typename B>
 __device__ __forceinline__ void copy_q(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const B &k) {
-    copy_padded_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<B>{k, a.q_seq, a.q_fold}, k.m0,
-                             k.seq_q, a.head_dim);
+    copy_padded_tile<L, L::BLOCK_M>(s.q, q_slab<T>(a, k), query_rows<B>{k, a.q_seq, a.q_fold},
+                                    k.m0, k.seq_q, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void copy_k(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k, int32_t n) {
-    copy_padded_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), row_stride{a.k_seq}, n * L::BLOCK_N, k.seq_k,
-                             a.head_dim);
+    copy_padded_tile<L, L::BLOCK_N>(s.k, k_slab<T>(a, k), row_stride{a.k_seq}, n * L::BLOCK_N,
+                                    k.seq_k, a.head_dim);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void copy_v(const smem_tiles<L, T> &s, const tile_attention_kernel_args &a,
                                        const block &k, int32_t n) {
-    copy_padded_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), row_stride{a.v_seq}, n * L::BLOCK_N, k.seq_k,
-                             a.head_dim);
+    copy_padded_tile<L, L::BLOCK_N>(s.v, v_slab<T>(a, k), row_stride{a.v_seq}, n * L::BLOCK_N,
+                                    k.seq_k, a.head_dim);
 }
 
 // ------------------------------------------------------------------------------ state
@@ -727,7 +727,6 @@ template <typename L, typename T> __device__ __forceinline__ wg_tiles<L, T> wg_s
     t.kv = (uint32_t)__cvta_generic_to_shared(p + L::Q_REGION);
     return t;
 }
-
 
 // copy_rows into a swizzled tile (the wgmma path).
 template <typename L, int ROWS, typename T, typename RowOffset>

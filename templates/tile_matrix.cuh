@@ -89,8 +89,8 @@ __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_gr
 // THREADS / CHUNKS in a count of rounds fixed at compile time (r0 < STEP: only a ragged last
 // round needs a bound test): in a loop bounded by threadIdx.x each chunk took a branch, a
 // reconvergence and a division, most of a decode kernel's instructions and 12-43% of the
-// grouped matmul's `mma` rate (perf-notes A53, G23). Otherwise (attention's
-// heads of 96) that loop.
+// grouped matmul's `mma` rate (perf-notes A53, G23). Otherwise (attention's heads of 96) that
+// loop.
 template <int THREADS, int ROWS, int CHUNKS, typename Copy>
 __device__ __forceinline__ void for_thread_chunks(Copy copy) {
     if constexpr (THREADS % CHUNKS == 0) {
@@ -129,12 +129,12 @@ template <typename T, int N> struct wgmma_op;
 #define TILE_HAS_WGMMA 0
 #endif
 
-// Swizzled tiles: rows of 64 two-byte columns (128 bytes) in 8-row atoms whose 16-byte chunks are
-// XOR-permuted by row; a wider tile is a sequence of 64-column blocks of `rows` rows each.
 // Byte offset of 16-byte chunk c of row r in a tile of padded rows of PITCH elements of T.
 template <int PITCH, typename T> __device__ __forceinline__ uint32_t padded(int r, int c) {
     return (uint32_t)(r * PITCH + c * 8) * (uint32_t)sizeof(T);
 }
+// Swizzled tiles: rows of 64 two-byte columns (128 bytes) in 8-row atoms whose 16-byte chunks are
+// XOR-permuted by row; a wider tile is a sequence of 64-column blocks of `rows` rows each.
 // Byte offset of 16-byte chunk c (of the row's) of row r in a swizzled tile of `rows` rows.
 __device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
     return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
