@@ -331,15 +331,19 @@ static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) 
      * (perf-notes, G1); only tiny groups or a narrow C, where it pads and leaves SMs idle,
      * take smaller ones. */
     const double tile = (double)v->rows_per_program * (double)tile_variant_param(v, "BLOCK_N");
-    const double larger = tile / (tile + 16384.0); /* in [0, 1), growing with the tile */
-    if (p->rows >= 16 && p->cols >= 256) cost *= 2.0 - larger;
-    else cost *= 1.0 + larger;
+    if (p->rows >= 16 && p->cols >= 256) {
+        /* 0.81x a doubling: the mma.sync tiles' measured step (perf-notes G25: 128 x 128
+         * against 64 x 128 at 2048, 256 and 64 rows a group, with the padding below) */
+        cost *= pow(16384.0 / (tile > 4096.0 ? tile : 4096.0), 0.3);
+    } else {
+        cost *= 1.0 + tile / (tile + 16384.0); /* in [1, 2), growing with the tile */
+    }
     /* A group's last row block is half padding on average: rows over useful rows, by the
-     * average group (p->rows), so short groups take short tiles (perf-notes, G2). Capped at 2,
-     * so with the tile term (under 2) the arch still decides first. */
+     * average group (p->rows), so short groups take short tiles (perf-notes, G2). Capped at
+     * 2.5, so with the tile term (at most 1.52) the arch still decides first. */
     const double rows = (double)(p->rows > 0 ? p->rows : 1);
     const double padding = (rows + 0.5 * v->rows_per_program) / rows;
-    cost *= padding < 2.0 ? padding : 2.0;
+    cost *= padding < 2.5 ? padding : 2.5;
     return cost;
 }
 
@@ -523,7 +527,15 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     const tile_tuned_entry *best = NULL;
     int32_t best_distance = 1 << 30, best_is_runtime = 0;
     const char *table_ops[2] = {p->table_op ? p->table_op : p->op, p->op};
-    for (int c = 0; c < (p->table_op ? 4 : 2); c++) {
+    /* Attention's lines were timed on sequences of 128 queries and more, as many as their keys
+     * (the tune grid). A decode call's hold fewer than a block's 64 rows (after the fold)
+     * against more keys, each block streaming K and V of its own, bound by reading them: no
+     * line stands for it, and the heuristic, which splits its keys, picks (perf-notes D1: 6-26%
+     * faster than the lines' 128-row blocks; where GQA heads share K and V through L2, or at
+     * 64 queries, the lines' picks stayed 2-19% ahead of it). */
+    const int decode = p->seqlen_q > 0 && p->seqlen_q < 64 && p->seqlen_k > p->seqlen_q &&
+                       streams_keys(p);
+    for (int c = 0; c < (p->table_op ? 4 : 2) && !decode; c++) {
         const char *table_op = table_ops[c / 2];
         const int tagged = c % 2 == 0;
         if (tagged && !p->mem_bandwidth_gbs) continue;
@@ -586,11 +598,17 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     double best_cost = 0;
     decision->variant = tile_cheapest_variant(p, &best_cost);
     decision->rule = TILE_RULE_HEURISTIC;
-    snprintf(decision->reason, sizeof decision->reason,
-             "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated cost "
-             "%.2f among %d eligible",
-             p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
-             eligible);
+    if (decode)
+        snprintf(decision->reason, sizeof decision->reason,
+                 "heuristic: decode-shaped (seqlen_q %lld against seqlen_k %lld), which no tuned "
+                 "line was timed on; lowest estimated cost %.2f among %d eligible",
+                 (long long)p->seqlen_q, (long long)p->seqlen_k, best_cost, eligible);
+    else
+        snprintf(decision->reason, sizeof decision->reason,
+                 "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated "
+                 "cost %.2f among %d eligible",
+                 p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
+                 eligible);
     take_lean_twin(p, decision);
     take_long_key_tile(p, decision);
     take_deep_ring(p, decision);

@@ -1048,6 +1048,34 @@ static void test_attention_long_keys_take_wider_key_tiles(void **state) {
         }
 }
 
+/* Decode-shaped calls pass the tuned lines over (perf-notes D1): 64 sequences of one query a
+ * head (32 query heads on 8 key/value heads, folded to 4 rows each) against 4096 keys sit 2048
+ * query rows from the 4096-row line, whose pick at head dim 128 is a 128-row `ws` block; the
+ * heuristic's 64-row block is what runs. At 64 queries a sequence the line still decides. */
+static void test_attention_decode_passes_tuned_lines_over(void **state) {
+    (void)state;
+    for (int32_t head_dim = 64; head_dim <= 128; head_dim += 64) {
+        tile_flash_attention_args a = attention_problem(TILE_DTYPE_BF16, head_dim);
+        a.batch = 64, a.heads_q = 32, a.heads_kv = 8, a.seqlen_q = 1, a.seqlen_k = 4096;
+        a.q_seq_stride = a.o_seq_stride = 32 * (int64_t)head_dim;
+        a.k_seq_stride = a.v_seq_stride = 8 * (int64_t)head_dim;
+        a.q_batch_stride = a.o_batch_stride = a.q_seq_stride;
+        a.k_batch_stride = a.v_batch_stride = 4096 * a.k_seq_stride;
+        tile_decision decode = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&a, 90, &decode), TILE_STATUS_SUCCESS);
+        assert_int_equal(decode.rule, TILE_RULE_HEURISTIC);
+        assert_non_null(strstr(decode.reason, "decode-shaped (seqlen_q 4 against seqlen_k 4096)"));
+        assert_int_equal(tile_registry[decode.variant].rows_per_program, 64);
+        a.heads_q = a.heads_kv = 8, a.seqlen_q = 64; /* a chunk of 64 queries: the lines' */
+        a.q_seq_stride = a.o_seq_stride = a.k_seq_stride;
+        a.q_batch_stride = a.o_batch_stride = 64 * a.q_seq_stride;
+        tile_decision chunk = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&a, 90, &chunk), TILE_STATUS_SUCCESS);
+        assert_int_not_equal(chunk.rule, TILE_RULE_HEURISTIC);
+        assert_null(strstr(chunk.reason, "decode-shaped"));
+    }
+}
+
 /* A short sequence: 4096 query rows (8 heads of 512) fill 32 programs of 128 rows or 64 of 64
  * against 2 * 132 program slots (explain for an arch assumes 132 SMs), so tile_heuristic_cost charges
  * the 128-row blocks 1 + 232/264 = 1.88 and the 64-row ones 1 + 200/264 = 1.76. On sm_90 every
@@ -1122,9 +1150,9 @@ static tile_variant gemm_variant(int32_t threads, int32_t block_m, int32_t arch_
 
 /* The heuristic on a made-up family (the registry may hold no grouped_matmul variant yet):
  * the highest arch_min that runs wins whatever the tiles (wgmma against mma.sync), then the
- * larger tile (BLOCK_M x BLOCK_N) for tall groups (here 1024 rows and more) and C at least 256
- * wide; the smaller one for short groups (128 rows and fewer: a group's last block is half
- * padding), a narrow C or tiny problems. */
+ * larger tile (BLOCK_M x BLOCK_N) for groups of 256 rows and more (measured: perf-notes G25)
+ * and C at least 256 wide; the smaller one for short groups (64 rows: a group's last block is
+ * half padding), a narrow C or tiny problems. */
 static void test_grouped_matmul_heuristic(void **state) {
     (void)state;
     enum { MMA_SMALL, MMA_LARGE, WGMMA_SMALL, WGMMA_LARGE, WGMMA_MID, COUNT };
@@ -1140,7 +1168,8 @@ static void test_grouped_matmul_heuristic(void **state) {
         int large;
     } shapes_[] = {
         {1024, 1024, 1}, {4096, 8192, 1}, {1 << 20, 1 << 20, 1}, {4096, 256, 1}, /* tall */
-        {128, 4096, 0}, {15, 4096, 0}, {4096, 255, 0}, {1, 1, 0}, {8, 14336, 0},
+        {256, 1408, 1}, {512, 4096, 1},
+        {64, 4096, 0}, {15, 4096, 0}, {4096, 255, 0}, {1, 1, 0}, {8, 14336, 0},
         {100000, 64, 0},
     };
     for (size_t s = 0; s < sizeof shapes_ / sizeof *shapes_; s++)
@@ -1263,6 +1292,7 @@ int main(void) {
         cmocka_unit_test(test_attention_varlen_as_dense),
         cmocka_unit_test(test_attention_varlen_with_workspace_walks_counter),
         cmocka_unit_test(test_attention_long_keys_take_wider_key_tiles),
+        cmocka_unit_test(test_attention_decode_passes_tuned_lines_over),
         cmocka_unit_test(test_grouped_matmul_heuristic),
         cmocka_unit_test(test_grouped_matmul_registry),
     };
