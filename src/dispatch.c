@@ -324,7 +324,9 @@ static int32_t weigh_attention(const tile_tuned_entry *e, const tile_problem *p,
 static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) {
     double cost = 1.0;
     /* Hopper's warpgroup products (the sm_90-only variants) against mma.sync, as for attention.
-     * The tile and padding terms below multiply to under 4, so the arch never loses to them. */
+     * With the registry's tiles (sm_90: 128 x 128 and 128 x 256; mma.sync up to 128 x 128) the
+     * terms below leave the cheapest sm_90 variant under 0.95 and every mma.sync one at 1 or
+     * more, so the arch decides first (test_grouped_matmul_heuristic checks a made-up family). */
     if (v->arch_min >= 90) cost *= 0.25;
     /* A tile's size (BLOCK_M x BLOCK_N): a larger one reads each A and B element for more
      * products, and measured faster on every MoE shape of the bench, down to 64 rows a group
@@ -340,7 +342,7 @@ static double grouped_matmul_cost(const tile_variant *v, const tile_problem *p) 
     }
     /* A group's last row block is half padding on average: rows over useful rows, by the
      * average group (p->rows), so short groups take short tiles (perf-notes, G2). Capped at
-     * 2.5, so with the tile term (at most 1.52) the arch still decides first. */
+     * 2.5 (from under 43 rows a group for 128-row tiles), to keep the arch deciding first. */
     const double rows = (double)(p->rows > 0 ? p->rows : 1);
     const double padding = (rows + 0.5 * v->rows_per_program) / rows;
     cost *= padding < 2.5 ? padding : 2.5;
@@ -528,14 +530,12 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     int32_t best_distance = 1 << 30, best_is_runtime = 0;
     const char *table_ops[2] = {p->table_op ? p->table_op : p->op, p->op};
     /* Attention's lines were timed on sequences of 128 queries and more, as many as their keys
-     * (the tune grid). A decode call's hold fewer than a block's 64 rows (after the fold)
-     * against more keys, each block streaming K and V of its own, bound by reading them: no
-     * line stands for it, and the heuristic, which splits its keys, picks (perf-notes D1: 6-26%
-     * faster than the lines' 128-row blocks; where GQA heads share K and V through L2, or at
-     * 64 queries, the lines' picks stayed 2-19% ahead of it). */
-    const int decode = p->seqlen_q > 0 && p->seqlen_q < 64 && p->seqlen_k > p->seqlen_q &&
-                       streams_keys(p);
-    for (int c = 0; c < (p->table_op ? 4 : 2) && !decode; c++) {
+     * (the tune grid). A decode-shaped call's sequences hold fewer queries than a block's 64
+     * rows (after the fold) against more keys, and each block reads K and V of its own: bound
+     * by reading them, which no line measured, so the heuristic picks (perf-notes D1: 4-26%
+     * faster than the lines' picks; at 64 queries, a full block, those stayed 2-19% ahead). */
+    const int decode_shaped = p->streams_keys && p->seqlen_q < 64 && p->seqlen_k > p->seqlen_q;
+    for (int c = 0; c < (p->table_op ? 4 : 2) && !decode_shaped; c++) {
         const char *table_op = table_ops[c / 2];
         const int tagged = c % 2 == 0;
         if (tagged && !p->mem_bandwidth_gbs) continue;
@@ -598,7 +598,7 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     double best_cost = 0;
     decision->variant = tile_cheapest_variant(p, &best_cost);
     decision->rule = TILE_RULE_HEURISTIC;
-    if (decode)
+    if (decode_shaped)
         snprintf(decision->reason, sizeof decision->reason,
                  "heuristic: decode-shaped (seqlen_q %lld against seqlen_k %lld), which no tuned "
                  "line was timed on; lowest estimated cost %.2f among %d eligible",
