@@ -601,14 +601,14 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
     if (decode_shaped)
         snprintf(decision->reason, sizeof decision->reason,
                  "heuristic: decode-shaped (seqlen_q %lld against seqlen_k %lld), which no tuned "
-                 "line was timed on; lowest estimated cost %.2f among %d eligible",
-                 (long long)p->seqlen_q, (long long)p->seqlen_k, best_cost, eligible);
+                 "line was timed on",
+                 (long long)p->seqlen_q, (long long)p->seqlen_k);
     else
         snprintf(decision->reason, sizeof decision->reason,
-                 "heuristic: no tuned entry for sm_%d near bucket %lldx%lld; lowest estimated "
-                 "cost %.2f among %d eligible",
-                 p->arch, 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step), best_cost,
-                 eligible);
+                 "heuristic: no tuned entry for sm_%d near bucket %lldx%lld", p->arch,
+                 1LL << rows_log2, (long long)tuning_cols_of_step(cols_step));
+    tile_decision_append(decision, "; lowest estimated cost %.2f among %d eligible", best_cost,
+                         eligible);
     take_lean_twin(p, decision);
     take_long_key_tile(p, decision);
     take_deep_ring(p, decision);

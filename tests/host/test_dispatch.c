@@ -1052,6 +1052,11 @@ static void test_attention_long_keys_take_wider_key_tiles(void **state) {
  * head (32 query heads on 8 key/value heads, folded to 4 rows each) against 4096 keys sit 2048
  * query rows from the 4096-row line, whose pick at head dim 128 is a 128-row `ws` block; the
  * heuristic's 64-row block is what runs. At 64 queries a sequence the line still decides. */
+static tile_decision explained_on_sm90(const tile_flash_attention_args *a) {
+    tile_decision d = new_decision();
+    assert_int_equal(tile_flash_attention_explain(a, 90, &d), TILE_STATUS_SUCCESS);
+    return d;
+}
 static void test_attention_decode_passes_tuned_lines_over(void **state) {
     (void)state;
     for (int32_t head_dim = 64; head_dim <= 128; head_dim += 64) {
@@ -1061,16 +1066,14 @@ static void test_attention_decode_passes_tuned_lines_over(void **state) {
         a.k_seq_stride = a.v_seq_stride = 8 * (int64_t)head_dim;
         a.q_batch_stride = a.o_batch_stride = a.q_seq_stride;
         a.k_batch_stride = a.v_batch_stride = 4096 * a.k_seq_stride;
-        tile_decision decode = new_decision();
-        assert_int_equal(tile_flash_attention_explain(&a, 90, &decode), TILE_STATUS_SUCCESS);
+        const tile_decision decode = explained_on_sm90(&a);
         assert_int_equal(decode.rule, TILE_RULE_HEURISTIC);
         assert_non_null(strstr(decode.reason, "decode-shaped (seqlen_q 4 against seqlen_k 4096)"));
         assert_int_equal(tile_registry[decode.variant].rows_per_program, 64);
         a.heads_q = a.heads_kv = 8, a.seqlen_q = 64; /* a chunk of 64 queries: the lines' */
         a.q_seq_stride = a.o_seq_stride = a.k_seq_stride;
         a.q_batch_stride = a.o_batch_stride = 64 * a.q_seq_stride;
-        tile_decision chunk = new_decision();
-        assert_int_equal(tile_flash_attention_explain(&a, 90, &chunk), TILE_STATUS_SUCCESS);
+        const tile_decision chunk = explained_on_sm90(&a);
         assert_int_not_equal(chunk.rule, TILE_RULE_HEURISTIC);
         assert_null(strstr(chunk.reason, "decode-shaped"));
     }
