@@ -279,7 +279,7 @@ __device__ __forceinline__ void copy_k_tile(const smem_tiles<L, T> &t, const til
     const int stage = kt % L::STAGES;
     const int64_t k0 = (int64_t)kt * L::BK;
     // Whole tiles untested on 128-row tiles only: +6-11% there; the 64-row ones, left with
-    // fewer registers and more programs an SM by it, ran 1-11% slower (perf-notes G24).
+    // fewer registers and more programs an SM by it, ran 1-11% slower (perf-notes G24, G24b).
     constexpr bool untested = L::BM >= 128;
     copy_tile<L::BM, L::BK / 8, L::A_PITCH, L::THREADS, untested>(
         t.a(stage), (const T *)a.a + pos.row0 * a.lda + k0, a.lda, pos.row_end - pos.row0, a.k - k0);
