@@ -87,8 +87,9 @@ tile::frag<$2> $1; tile::load<$2, tile::hint::read_only>($1, (const T *)($3), $4
 m4_define(<|TILE_EVICT_FIRST|>, <|m4_ifelse(m4_ifdef(<|L2_KEEP|>, <|L2_KEEP|>, 0), 1, <|tile::hint::keep_l2|>, <|m4_ifdef(<|EVICT_FIRST|>, <|m4_ifelse(EVICT_FIRST, 0, tile::hint::read_only, tile::hint::evict_first)|>, tile::hint::evict_first)|>)|>)
 m4_define(<|TILE_LOAD_LAST|>, <|TILE_ARGS(<|TILE_LOAD_LAST|>, <|$9|>, 9)m4_dnl
 tile::frag<$2> $1; tile::load<$2, TILE_EVICT_FIRST>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
-# TILE_LOAD_INTO(t, L, ptr, row, rows, col0, cols, ld, other): as TILE_LOAD_LAST into an existing
-# tile t (a prefetch into a second register buffer).
+# TILE_LOAD_INTO(t, L, ptr, row, rows, col0, cols, ld, other): as TILE_LOAD into an existing tile
+# t, always evict-first (a prefetch into a second register buffer; EVICT_FIRST and L2_KEEP do
+# not apply).
 m4_define(<|TILE_LOAD_INTO|>, <|TILE_ARGS(<|TILE_LOAD_INTO|>, <|$9|>, 9)m4_dnl
 tile::load<$2, tile::hint::evict_first>($1, (const T *)($3), $4, $5, $6, $7, $8, $9)|>)
 # TILE_LOAD_WITH(t, u, L, ptr_t, ld_t, ptr_u, ld_u, row, rows, col0, cols, other, again|last):
