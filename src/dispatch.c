@@ -492,7 +492,11 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         const char *why;
         if (tile_variant_eligible(v, p, &why)) eligible++;
         if (!strcmp(v->op, p->op) && v->dtype == p->dtype) {
-            if (why == NULL || (strcmp(why, "arch") && strcmp(why, "shared memory"))) arch_ok++;
+            /* tested apart from why: a variant refused for features or tensor maps first may
+             * still be another arch's */
+            if (p->arch >= v->arch_min && (!v->arch_max || p->arch <= v->arch_max) &&
+                v->smem_bytes <= p->smem_limit)
+                arch_ok++;
             if (why == NULL || !strcmp(why, "alignment")) shape_ok++;
         }
     }

@@ -124,8 +124,18 @@ static tile_status check_args(const char *fn, const tile_grouped_matmul_args *a,
  * chosen for; the offsets are device data, never read here), cols the columns of C. */
 static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align) {
     const int64_t rows = a->total_m / a->groups;
+    /* rows past 2^31 - 1 no tensor map addresses (encode_maps): explain, the call and a forced
+     * variant then agree on the variants without one */
     return (tile_problem){.op = grouped_matmul_op, .dtype = a->dtype,
-                          .rows = rows > 1 ? rows : 1, .cols = a->n, .align = align};
+                          .rows = rows > 1 ? rows : 1, .cols = a->n, .align = align,
+                          .no_tensor_maps = a->total_m > INT32_MAX};
+}
+
+/* A tensor map's stride for an axis of `count` positions: the given one, or, where the axis has
+ * one position and validation left its stride out (any value serves the kernels), one just past
+ * the `inner` elements of a row, which the map can encode (as attention's lone_axis_stride). */
+static int64_t map_stride(int64_t stride, int64_t count, int64_t inner) {
+    return count > 1 ? stride : (inner + 7) / 8 * 8;
 }
 
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
@@ -138,7 +148,8 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: total_m %lld exceeds the 2^31 - 1 rows tensor-map variants address",
                          fn, (long long)a->total_m);
-    const int64_t a_dims[2] = {a->k, a->total_m}, a_strides[1] = {a->lda};
+    const int64_t a_dims[2] = {a->k, a->total_m},
+                  a_strides[1] = {map_stride(a->lda, a->total_m, a->k)};
     const uint32_t a_box[2] = {64, (uint32_t)block_m};
     tile_status s = tile_encode_tensor_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
     if (s != TILE_STATUS_SUCCESS) return s;
@@ -146,9 +157,10 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     s = tile_encode_tensor_map(fn, "a", &k->a_rows_map, a->dtype, a->a, 2, a_dims, a_strides, a_rows_box);
     if (s != TILE_STATUS_SUCCESS) return s;
     const int64_t inner = kmajor ? a->k : a->n, outer = kmajor ? a->n : a->k;
+    const int64_t b_ld = map_stride(k->b_ld, outer, inner);
     /* One group: any stride past the matrix (the map's dims must not overlap). */
-    const int64_t group = a->groups > 1 ? a->b_group_stride : (outer * k->b_ld + 7) / 8 * 8;
-    const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {k->b_ld, group};
+    const int64_t group = map_stride(a->b_group_stride, a->groups, outer * b_ld);
+    const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {b_ld, group};
     const uint32_t b_box[3] = {64, kmajor ? (uint32_t)block_n : 64, 1};
     s = tile_encode_tensor_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
     if (s != TILE_STATUS_SUCCESS) return s;
@@ -158,11 +170,11 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
      * bytes (a box store past n writes the whole 16 bytes that hold column n - 1: the row's
      * padding, measured). Then an encoding failure is the driver's, reported as for A and B. */
     const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
-    const int64_t row_bytes = a->ldc * elem;
-    if ((uintptr_t)a->c % 16 != 0 || row_bytes % 16 != 0 || row_bytes >= ((int64_t)1 << 40) ||
+    const int64_t ldc = map_stride(a->ldc, a->total_m, a->n);
+    if ((uintptr_t)a->c % 16 != 0 || ldc >= ((int64_t)1 << 40) / elem || ldc * elem % 16 != 0 ||
         a->n * elem % 16 != 0)
         return TILE_STATUS_SUCCESS;
-    const int64_t c_dims[2] = {a->n, a->total_m}, c_strides[1] = {a->ldc};
+    const int64_t c_dims[2] = {a->n, a->total_m}, c_strides[1] = {ldc};
     const uint32_t c_box[2] = {64, 64};
     s = tile_encode_tensor_map(fn, "c", &k->c_map, a->dtype, a->c, 2, c_dims, c_strides, c_box);
     k->c_by_map = s == TILE_STATUS_SUCCESS;

@@ -809,6 +809,30 @@ static void test_attention_mismatch(void **state) {
         assert_non_null(strstr(tile_last_error(), sm));
         assert_non_null(strstr(tile_last_error(), "attention"));
     }
+    /* A decode call whose query heads fold (no tensor map then) and a norm with dropout (a
+     * feature): variants refused for those first are still no old arch's, so the status stays
+     * ARCH_MISMATCH, not NOT_SUPPORTED (a review found the fold's case answering the latter). */
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        tile_flash_attention_args folded = attention_problem(TILE_DTYPE_F16, 128);
+        folded.heads_q = 8, folded.heads_kv = 1, folded.batch = 1, folded.causal = 1;
+        folded.seqlen_q = 4, folded.seqlen_k = 4096;
+        folded.q_seq_stride = folded.o_seq_stride = 8 * 128;
+        folded.k_seq_stride = folded.v_seq_stride = 128;
+        folded.q_batch_stride = folded.o_batch_stride = 4 * folded.q_seq_stride;
+        folded.k_batch_stride = folded.v_batch_stride = 4096 * folded.k_seq_stride;
+        tile_decision d = new_decision();
+        assert_int_equal(tile_flash_attention_explain(&folded, 90, &d), TILE_STATUS_SUCCESS);
+        assert_int_equal(tile_flash_attention_explain(&folded, old[i], &d),
+                         TILE_STATUS_ARCH_MISMATCH);
+        static _Alignas(256) unsigned char buf[4][256];
+        const tile_add_norm_args dropout = {
+            .struct_size = sizeof dropout, .dtype = TILE_DTYPE_BF16, .rows = 1024, .cols = 4096,
+            .norm = TILE_NORM_NONE, .x = buf[0], .ld_x = 4096, .residual = buf[1],
+            .ld_residual = 4096, .bias = buf[2], .s = buf[3], .ld_s = 4096, .p = 0.1f};
+        d = new_decision();
+        assert_int_equal(tile_add_norm_explain(&dropout, 90, &d), TILE_STATUS_SUCCESS);
+        assert_int_equal(tile_add_norm_explain(&dropout, old[i], &d), TILE_STATUS_ARCH_MISMATCH);
+    }
     tile_flash_attention_args args = attention_problem(TILE_DTYPE_F16, 64);
     args.k_seq_stride = 4 * 64 + 4; /* 8-byte aligned rows of k */
     tile_decision d = new_decision();
@@ -1158,6 +1182,17 @@ static tile_variant gemm_variant(int32_t threads, int32_t block_m, int32_t arch_
  * half padding), a narrow C or tiny problems. */
 static void test_grouped_matmul_heuristic(void **state) {
     (void)state;
+    /* Rows past 2^31 - 1, which no tensor map addresses: explain names a variant without one,
+     * as the call runs (it named a tensor-map variant, which the call then passed over). */
+    {
+        tile_grouped_matmul_args big = grouped_matmul_problem(TILE_DTYPE_BF16, 2, (int64_t)1 << 30, 4096, 64);
+        tile_decision d = new_decision();
+        assert_int_equal(tile_grouped_matmul_explain(&big, 90, &d), TILE_STATUS_SUCCESS);
+        assert_false(tile_variant_uses_tensor_maps(&tile_registry[d.variant]));
+        big.total_m -= 1; /* 2^31 - 1 rows: the Hopper kernels again */
+        assert_int_equal(tile_grouped_matmul_explain(&big, 90, &d), TILE_STATUS_SUCCESS);
+        assert_true(tile_variant_uses_tensor_maps(&tile_registry[d.variant]));
+    }
     enum { MMA_SMALL, MMA_LARGE, WGMMA_SMALL, WGMMA_LARGE, WGMMA_MID, COUNT };
     const tile_variant vs[COUNT] = {
         [MMA_SMALL] = gemm_variant(128, 64, 80, 0),

@@ -731,6 +731,46 @@ static void test_grouped_matmul(void **state) {
     }
 }
 
+/* Layouts whose strides validation leaves out (an axis of one position: A or C of one row, B
+ * of one column) or that no tensor map takes: explain names what the call launches, and forcing
+ * that variant succeeds. (A review found the tensor-map variants handed such strides to the
+ * driver as given, which refused them: the call then ran an mma.sync variant instead of the
+ * one explain named, and forcing explain's pick failed.) */
+static void test_grouped_matmul_lone_axes(void **state) {
+    (void)state;
+    for (int c = 0; c < 3; c++) {
+        tile_grouped_matmul_args g = grouped_matmul_args(TILE_DTYPE_BF16, 1);
+        const char *what = "one row, lda 1025";
+        g.total_m = 1, g.n = g.k = 1024, g.lda = 1025, g.ldc = 1024;
+        g.b_k_stride = 1, g.b_n_stride = 1024, g.b_group_stride = 1 << 20;
+        if (c == 1) { /* one column of B, K-major, 3 elements apart (never stepped) */
+            what = "n 1, b_n_stride 3";
+            g.groups = 4, g.total_m = 4096, g.n = 1, g.k = 1024, g.lda = 1024, g.ldc = 8;
+            g.b_k_stride = 1, g.b_n_stride = 3, g.b_group_stride = 1024;
+        } else if (c == 2) { /* one row of C at a stride whose bytes overflow int64 */
+            what = "one row, ldc 2^62";
+            g.lda = 1024, g.ldc = (int64_t)1 << 62;
+        }
+        tile_decision d = {.struct_size = sizeof d};
+        assert_status(tile_grouped_matmul_explain(&g, 0, &d), TILE_STATUS_SUCCESS);
+        const tile_variant_info v = variant_info(d.variant);
+        for (int forced = 0; forced < 2; forced++) {
+            const fake_cuda_launch before = recorded();
+            assert_status(forced ? tile_grouped_matmul_variant(d.variant, &g, STREAM)
+                                 : tile_grouped_matmul(&g, STREAM),
+                          TILE_STATUS_SUCCESS);
+            const fake_cuda_launch l = recorded();
+            if (l.count != before.count + 1 || !l.kernel || strcmp(l.kernel, v.name)) {
+                print_error("%s (%s): launched %s, explain names %s\n", what,
+                            forced ? "forced" : "dispatched", l.kernel ? l.kernel : "nothing",
+                            v.name);
+                fail();
+            }
+        }
+        printf("grouped matmul, %s: %s\n", what, v.name);
+    }
+}
+
 /* ------------------------------------------------------------------ setup */
 
 /* The first call loads the driver: it must be the fake, on the device it plays. */
@@ -783,6 +823,7 @@ int main(void) {
         cmocka_unit_test(test_attention_splits),
         cmocka_unit_test(test_attention_varlen_maps),
         cmocka_unit_test(test_grouped_matmul),
+        cmocka_unit_test(test_grouped_matmul_lone_axes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
