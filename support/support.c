@@ -1136,7 +1136,7 @@ void support_grouped_matmul_setup(const support_gpu *gpu, const support_grouped_
     /* row strides: the extent rounded up to 8 elements (16 bytes, what every variant needs),
      * plus pad */
 #define STRIDE(extent) (((extent) + 7) / 8 * 8 + pad)
-    const int64_t lda = STRIDE(K), ldc = STRIDE(N), bias_ld = STRIDE(N);
+    const int64_t lda = STRIDE(K) + c->row_pad, ldc = STRIDE(N) + c->row_pad, bias_ld = STRIDE(N);
     /* B_g is b_outer rows of b_inner contiguous elements: [k, n], or [n, k] with b_nk */
     const int64_t b_inner = c->b_nk ? K : N, b_outer = c->b_nk ? N : K, b_ld = STRIDE(b_inner);
 #undef STRIDE

@@ -368,6 +368,8 @@ typedef struct support_grouped_matmul_case {
     int64_t pad;
     uint64_t seed;
     int fixed_schedule; /* 1: no workspace (the programs' fixed order of tiles); 0: a zeroed one */
+    int64_t row_pad;    /* more elements on A's and C's row strides alone (beyond pad): with one
+                         * row, strides no variant steps, which need not be 16-byte multiples */
 } support_grouped_matmul_case;
 int64_t support_grouped_matmul_run(const support_gpu *gpu, const support_grouped_matmul_case *c,
                                    tile_status *status, support_grouped_matmul_errors *errors);

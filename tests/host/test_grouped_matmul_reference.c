@@ -203,19 +203,23 @@ static void test_harness_passes_correct_output(void **state) {
     (void)state;
     static const int32_t clamped[] = {50, 30, 100, 90, 100};
     const support_grouped_matmul_case cases[] = {
-        {-1, TILE_DTYPE_BF16, 8, 300, 200, 136, NULL, 0, 0.3, 0, 1, 8, 1, 0},
-        {-1, TILE_DTYPE_F16, 8, 300, 200, 136, NULL, 0, 0.3, 1, 0, 0, 2, 1},
-        {-1, TILE_DTYPE_BF16, 6, 150, 100, 50, NULL, 20, 1.0, 1, 1, 8, 3, 0},
-        {-1, TILE_DTYPE_F16, 5, 120, 64, 72, clamped, 0, 0, 0, 1, 0, 4, 1},
-        {-1, TILE_DTYPE_BF16, 4, 0, 64, 64, NULL, 0, 1.0, 0, 1, 0, 5, 0},
+        {-1, TILE_DTYPE_BF16, 8, 300, 200, 136, NULL, 0, 0.3, 0, 1, 8, 1, 0, 0},
+        {-1, TILE_DTYPE_F16, 8, 300, 200, 136, NULL, 0, 0.3, 1, 0, 0, 2, 1, 0},
+        {-1, TILE_DTYPE_BF16, 6, 150, 100, 50, NULL, 20, 1.0, 1, 1, 8, 3, 0, 0},
+        {-1, TILE_DTYPE_F16, 5, 120, 64, 72, clamped, 0, 0, 0, 1, 0, 4, 1, 0},
+        {-1, TILE_DTYPE_BF16, 4, 0, 64, 64, NULL, 0, 1.0, 0, 1, 0, 5, 0, 0},
+        /* one row whose A and C rows lie 1 element past 16 bytes apart (row_pad) */
+        {-1, TILE_DTYPE_BF16, 1, 1, 200, 136, NULL, 0, 1.0, 1, 1, 0, 6, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const support_grouped_matmul_case *c = &cases[i];
         support_grouped_matmul_problem p;
         support_grouped_matmul_setup(&fake_gpu, c, &p);
         const tile_grouped_matmul_args *a = &p.args;
-        /* strides: extents rounded up to 8 elements, plus pad; B as the case says */
-        const int64_t lda = (c->k + 7) / 8 * 8 + c->pad, ldc = (c->n + 7) / 8 * 8 + c->pad;
+        /* strides: extents rounded up to 8 elements, plus pad (and row_pad for A and C); B as
+         * the case says */
+        const int64_t lda = (c->k + 7) / 8 * 8 + c->pad + c->row_pad,
+                      ldc = (c->n + 7) / 8 * 8 + c->pad + c->row_pad;
         assert_int_equal(a->lda, lda);
         assert_int_equal(a->ldc, ldc);
         assert_int_equal(c->b_nk ? a->b_k_stride : a->b_n_stride, 1);
@@ -241,7 +245,7 @@ static void test_harness_passes_correct_output(void **state) {
 static void test_harness_catches_faults(void **state) {
     (void)state;
     const support_grouped_matmul_case c = {-1, TILE_DTYPE_BF16, 8, 400, 96, 72, NULL, 37, 1.0,
-                                           0, 1, 8, 9, 0};
+                                           0, 1, 8, 9, 0, 0};
     for (int fault = 0; fault < 7; fault++) {
         support_grouped_matmul_problem p;
         support_grouped_matmul_setup(&fake_gpu, &c, &p);
