@@ -121,14 +121,15 @@ static int streams_keys(const tile_problem *p) {
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why) {
     const char *reason = NULL;
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
-    else if ((v->features & p->features) != p->features) reason = "features";
-    else if (p->no_tensor_maps && tile_variant_uses_tensor_maps(v))
-        reason = "tensor maps";
+    /* arch first: a variant the device cannot run is refused as such (ARCH_MISMATCH, forced
+     * or dispatched) whatever else the call asks of it */
     else if (p->arch < v->arch_min || (v->arch_max && p->arch > v->arch_max))
         reason = "arch";
     else if (v->smem_bytes > p->smem_limit) reason = "shared memory"; /* 128 KiB on sm_86/89 */
+    else if ((v->features & p->features) != p->features) reason = "features";
+    else if (p->no_tensor_maps && tile_variant_uses_tensor_maps(v))
+        reason = "tensor maps";
     else if (v->persistent && tile_problem_splits_keys(p)) reason = "key splits";
-    /* after arch: a call no variant's arch takes is ARCH_MISMATCH (tile_dispatch) */
     else if (v->column_tile && !p->pointwise) reason = "row statistics";
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
@@ -741,8 +742,9 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
     } refusals[] = {
         {"lean", "is a lean variant: it takes no bias, residual or s (the norm of x alone); this "
                  "call passes one"},
-        {"tensor maps", "copies by tensor maps, which this call's layout cannot have (the "
-                        "driver refused one): the other variants run it"},
+        {"tensor maps", "copies by tensor maps, which this call cannot use (folded query "
+                        "heads, rows past 2^31 - 1, or a layout the driver refused): the "
+                        "other variants run it"},
         {"row statistics", "takes a tile of a row a program, without row statistics: it runs "
                            "norm-less calls (tile_residual_dropout) alone"},
     };

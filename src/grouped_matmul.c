@@ -144,7 +144,7 @@ static int64_t map_stride(int64_t stride, int64_t count, int64_t inner) {
  * epilogue's copies out). */
 static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a, int kmajor,
                                int64_t block_m, int64_t block_n, tile_gemm_kernel_args *k) {
-    if (a->total_m > INT32_MAX)
+    if (a->total_m > INT32_MAX) /* (a guard: dispatch passes such calls over, problem_of) */
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                          "%s: total_m %lld exceeds the 2^31 - 1 rows tensor-map variants address",
                          fn, (long long)a->total_m);

@@ -738,7 +738,7 @@ static void test_grouped_matmul(void **state) {
  * one explain named, and forcing explain's pick failed.) */
 static void test_grouped_matmul_lone_axes(void **state) {
     (void)state;
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 4; c++) {
         tile_grouped_matmul_args g = grouped_matmul_args(TILE_DTYPE_BF16, 1);
         const char *what = "one row, lda 1025";
         g.total_m = 1, g.n = g.k = 1024, g.lda = 1025, g.ldc = 1024;
@@ -750,7 +750,15 @@ static void test_grouped_matmul_lone_axes(void **state) {
         } else if (c == 2) { /* one row of C at a stride whose bytes overflow int64 */
             what = "one row, ldc 2^62";
             g.lda = 1024, g.ldc = (int64_t)1 << 62;
+        } else if (c == 3) { /* one k row of B, N-major, 3 elements from the next (never) */
+            what = "k 1, b_k_stride 3";
+            g.groups = 2, g.total_m = 256, g.k = 1, g.n = 1024, g.lda = 8, g.ldc = 1024;
+            g.b_n_stride = 1, g.b_k_stride = 3, g.b_group_stride = 1024;
         }
+        /* the tensor the substituted stride belongs to, and the stride a map should take: just
+         * past its row, rounded up to 8 elements */
+        const void *lone = c == 0 ? g.a : c == 2 ? g.c : g.b;
+        const unsigned long long lone_stride = (unsigned long long)((c >= 2 ? g.n : g.k) + 7) / 8 * 8 * 2;
         tile_decision d = {.struct_size = sizeof d};
         assert_status(tile_grouped_matmul_explain(&g, 0, &d), TILE_STATUS_SUCCESS);
         const tile_variant_info v = variant_info(d.variant);
@@ -764,6 +772,21 @@ static void test_grouped_matmul_lone_axes(void **state) {
                 print_error("%s (%s): launched %s, explain names %s\n", what,
                             forced ? "forced" : "dispatched", l.kernel ? l.kernel : "nothing",
                             v.name);
+                fail();
+            }
+            if (param(&v, "WARPGROUPS") < 3) continue; /* no tensor maps (sm_80) */
+            int found = 0; /* this call's maps of that tensor: the first stride substituted */
+            for (int m = before.tensor_maps; m < l.tensor_maps; m++)
+                if (l.maps[m % FAKE_CUDA_MAPS].address == lone) {
+                    found++;
+                    if (l.maps[m % FAKE_CUDA_MAPS].strides[0] != lone_stride) {
+                        print_error("%s: a map's stride %llu bytes, want %llu\n", what,
+                                    l.maps[m % FAKE_CUDA_MAPS].strides[0], lone_stride);
+                        fail();
+                    }
+                }
+            if (!found) {
+                print_error("%s: no tensor map of the tensor whose stride is substituted\n", what);
                 fail();
             }
         }
