@@ -31,6 +31,7 @@
  * (groups x total rows x K x N).
  * Exit codes: 0 success, 1 a check failed or a call failed, 2 usage, 3 no GPU.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -127,6 +128,18 @@ static int usage(const char *msg) {
     return EXIT_USAGE;
 }
 
+/* A whole decimal number in [min, max] (no sign or space games beyond strtoll's, no trailing
+ * text, no overflow): 0, else -1. */
+static int parse_number(const char *text, int64_t min, int64_t max, int64_t *out) {
+    if (!text || !*text) return -1;
+    char *end;
+    errno = 0;
+    const long long v = strtoll(text, &end, 10);
+    if (end == text || *end || errno == ERANGE || v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
 static int parse_dtype(const char *s) {
     for (int d = 0; d < TILE_DTYPE_COUNT_; d++)
         if (!strcmp(s, tile_dtype_string((tile_dtype)d))) return d;
@@ -162,9 +175,11 @@ static int parse_options(int argc, char **argv, int first, options *o) {
             const char *p = argv[++i];
             char *end;
             for (o->ndims = 0; o->ndims < 4; o->ndims++) {
+                errno = 0;
                 o->dims[o->ndims] = strtoll(p, &end, 10);
                 if (end == p)
                     return usage("--shape is ROWSxCOLS (attention: BxHxSxD, grouped_matmul: GxMxKxN)");
+                if (errno == ERANGE) return usage("--shape: a number past 64 bits");
                 p = end;
                 if (*p != 'x') break;
                 p++;
@@ -173,14 +188,29 @@ static int parse_options(int argc, char **argv, int first, options *o) {
             o->ndims++;
             o->rows = o->dims[0];
             o->cols = o->dims[1];
-        } else if (!strcmp(a, "--heads-kv")) o->heads_kv = atoll(argv[++i]);
-        else if (!strcmp(a, "--seqlen-k")) o->seqlen_k = atoll(argv[++i]); else if (!strcmp(a, "--arch")) {
-            if (sscanf(argv[++i], "sm_%" SCNd32, &o->arch) != 1) return usage("--arch is sm_NN");
-        } else if (!strcmp(a, "--align")) o->align = atoi(argv[++i]);
-        else if (!strcmp(a, "--iters")) o->iters = atoi(argv[++i]);
-        else if (!strcmp(a, "--ld-x")) o->ld_x = atoll(argv[++i]);
-        else if (!strcmp(a, "--ld-y")) o->ld_y = atoll(argv[++i]);
-        else return usage("unknown option");
+        } else if (!strcmp(a, "--heads-kv")) {
+            if (parse_number(argv[++i], 1, INT32_MAX, &o->heads_kv))
+                return usage("--heads-kv is a number from 1 to 2^31 - 1");
+        } else if (!strcmp(a, "--seqlen-k")) {
+            if (parse_number(argv[++i], 1, INT64_MAX, &o->seqlen_k))
+                return usage("--seqlen-k is a number of at least 1");
+        } else if (!strcmp(a, "--arch")) {
+            const char *arch = argv[++i];
+            int64_t n;
+            if (strncmp(arch, "sm_", 3) || parse_number(arch + 3, 10, 999, &n))
+                return usage("--arch is sm_NN (sm_80, sm_90, ...)");
+            o->arch = (int32_t)n;
+        } else if (!strcmp(a, "--align") || !strcmp(a, "--iters")) {
+            int64_t n;
+            if (parse_number(argv[++i], 1, INT32_MAX, &n))
+                return usage(!strcmp(a, "--align") ? "--align is a number of bytes, at least 1"
+                                                   : "--iters is a number, at least 1");
+            if (!strcmp(a, "--align")) o->align = (int)n;
+            else o->iters = (int)n;
+        } else if (!strcmp(a, "--ld-x") || !strcmp(a, "--ld-y")) {
+            if (parse_number(argv[++i], 1, INT64_MAX, !strcmp(a, "--ld-x") ? &o->ld_x : &o->ld_y))
+                return usage("--ld-x and --ld-y are numbers of elements, at least 1");
+        } else return usage("unknown option");
     }
     if (o->iters < 1) return usage("--iters must be at least 1");
     if (o->variant && tile_variant_find(o->variant) < 0)
@@ -240,6 +270,11 @@ static int attention_args_of(const options *o, void *q, void *k, void *v, void *
     a->seqlen_k = o->seqlen_k ? o->seqlen_k : o->dims[2];
     if (a->batch != o->dims[0] || a->heads_q != hq || a->heads_kv != hkv || a->head_dim != d)
         return usage("--shape and --heads-kv take 32-bit batch, heads and head_dim");
+    /* the dense layout's batch strides (S x H x D elements) must fit int64 (the library
+     * checks the rest: negative or zero sizes give their status) */
+    if ((hq > 0 && d > 0 && a->seqlen_q > INT64_MAX / (hq * d)) ||
+        (hkv > 0 && d > 0 && a->seqlen_k > INT64_MAX / (hkv * d)))
+        return usage("--shape (or --seqlen-k): a sequence of S x H x D elements past 64 bits");
     a->q = q, a->k = k, a->v = v, a->o = out;
     a->q_head_stride = a->k_head_stride = a->v_head_stride = a->o_head_stride = d;
     a->q_seq_stride = a->o_seq_stride = hq * d;
@@ -268,6 +303,8 @@ static int grouped_args_of(const options *o, void *c, const void *a, const void 
         o->dims[2] < 1 || o->dims[3] < 1)
         return usage("--shape needs G in [1, 65536], M in [0, 2^31 - 1] (int32 offsets), "
                      "K >= 1 and N >= 1");
+    if (o->dims[2] > INT64_MAX / o->dims[3])
+        return usage("--shape: K x N elements of a group's B past 64 bits");
     tile_grouped_matmul_init(g, sizeof *g);
     const int64_t k = o->dims[2], n = o->dims[3];
     g->dtype = (tile_dtype)o->dtype;
@@ -1587,11 +1624,17 @@ static int cmd_tune(int argc, char **argv) {
         else if (!strcmp(argv[i], "--verify")) verify = 1;
         else if (!strcmp(argv[i], "--times") && i + 1 < argc) times_path = argv[++i];
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) shapes_arg = argv[++i];
-        else if (!strcmp(argv[i], "--min-cols") && i + 1 < argc) range.min_cols = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--max-cols") && i + 1 < argc) range.max_cols = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--min-rows") && i + 1 < argc) range.min_rows = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--max-rows") && i + 1 < argc) range.max_rows = atoll(argv[++i]);
-        else rest[nrest++] = argv[i];
+        else if ((!strcmp(argv[i], "--min-cols") || !strcmp(argv[i], "--max-cols") ||
+                  !strcmp(argv[i], "--min-rows") || !strcmp(argv[i], "--max-rows")) &&
+                 i + 1 < argc) {
+            int64_t *bound = !strcmp(argv[i], "--min-cols")   ? &range.min_cols
+                             : !strcmp(argv[i], "--max-cols") ? &range.max_cols
+                             : !strcmp(argv[i], "--min-rows") ? &range.min_rows
+                                                              : &range.max_rows;
+            if (parse_number(argv[i + 1], 0, INT64_MAX, bound))
+                return usage("--min-rows, --max-rows, --min-cols and --max-cols are numbers");
+            i++;
+        } else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
     /* the ops tune knows, by their table op (op_info's `table`), and the calls each is timed
@@ -1690,6 +1733,7 @@ int main(int argc, char **argv) {
     if (argc < 2) return usage(NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "version")) {
+        if (argc > 2) return usage("version takes no options");
         int32_t v = tile_version();
         printf("libfusedops %d.%d.%d (%d variants)\n", v / 10000, v / 100 % 100, v % 100,
                tile_variant_count());

@@ -134,8 +134,11 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if (v->max_cols && p->cols > v->max_cols) reason = "cols";
     else if (p->align % v->align_bytes) reason = "alignment";
     else if (v->lean && (p->cols != v->max_cols || p->optional_inputs)) reason = "lean";
-    else if (v->column_tile && tile_row_programs(v, p->rows, p->cols) > INT32_MAX)
-        reason = "grid"; /* (a variant of whole rows launches fewer programs) */
+    /* a row op's launch of a program a row block (and column tile), cluster blocks each: over
+     * the grid limit, a variant of taller blocks or a persistent one takes the call */
+    else if (!v->persistent && p->seqlen_q == 0 && strcmp(p->op, "grouped_matmul") &&
+             tile_row_programs(v, p->rows, p->cols) > INT32_MAX / v->cluster)
+        reason = "grid";
     if (why) *why = reason;
     return reason == NULL;
 }
@@ -238,8 +241,9 @@ static double waves(int32_t index, const tile_problem *p, int64_t rows) {
     const int32_t per_sm = p->blocks_per_sm[index];
     const int64_t resident = (int64_t)p->sm_count * per_sm;
     if (resident < 1) return 0.0;
+    /* in double: a tuned line's rows bucket may be as large as 2^62 (blocks past int64) */
     const double w =
-        (double)(tile_row_programs(v, rows, p->cols) * v->cluster) / (double)resident;
+        (double)tile_row_programs(v, rows, p->cols) * v->cluster / (double)resident;
     if (per_sm <= 2) return ceil(w);
     return w > 1.0 ? w : 1.0;
 }
@@ -754,10 +758,10 @@ tile_status tile_check_variant(const char *fn, int32_t variant, const tile_probl
                              refusals[i].text);
     if (!strcmp(why, "grid"))
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,
-                         "%s: %s would launch %lld programs for %lldx%lld, past the grid limit "
-                         "of %d",
+                         "%s: %s would launch %lld programs of %d thread blocks for %lldx%lld, "
+                         "past the grid limit of %d blocks",
                          fn, v->name, (long long)tile_row_programs(v, p->rows, p->cols),
-                         (long long)p->rows, (long long)p->cols, INT32_MAX);
+                         v->cluster, (long long)p->rows, (long long)p->cols, INT32_MAX);
     /* "cols": op and dtype were checked above */
     return tile_fail(TILE_STATUS_NOT_SUPPORTED, "%s: %s takes at most %lld columns, got cols %lld",
                      fn, v->name, (long long)v->max_cols, (long long)p->cols);

@@ -260,6 +260,36 @@ static void test_sm90_adds_cluster_candidates(void **state) {
     }
 }
 
+/* Rows past the grid's 2^31 - 1 blocks for a variant of short row blocks: dispatch passes such
+ * variants over (a persistent variant or taller blocks take the call), as the launch would
+ * refuse them; explain named one the call then refused (a review found bf16 2^35 x 64). */
+static void test_row_grid_limit(void **state) {
+    (void)state;
+    const int64_t rows = (int64_t)1 << 35;
+    for (size_t t = 0; t < 3; t++)
+        for (int norm = 0; norm < 2; norm++) {
+            tile_decision d = new_decision();
+            const tile_status s =
+                norm ? tile_norm_explain(dtypes[t], rows, 64, 64, 64, 256, 90, &d)
+                     : tile_softmax_explain(dtypes[t], rows, 64, 64, 64, 256, 90, &d);
+            assert_int_equal(s, TILE_STATUS_SUCCESS);
+            const tile_variant *v = &tile_registry[d.variant];
+            assert_true(v->persistent || tile_row_programs(v, rows, 64) * v->cluster <= INT32_MAX);
+        }
+    /* forced, a variant of 16-row blocks is refused before the device, with the figures */
+    int32_t r16 = -1;
+    for (int32_t i = 0; i < tile_registry_count && r16 < 0; i++)
+        if (!strcmp(tile_registry[i].name, "softmax_bf16_r16_n64_w4_v8")) r16 = i;
+    assert_true(r16 >= 0);
+    const tile_problem p = {.op = "softmax", .dtype = TILE_DTYPE_BF16, .rows = rows, .cols = 64,
+                            .align = 16, .arch = 90, .smem_limit = tile_arch_smem_limit(90)};
+    const char *why = NULL;
+    assert_false(tile_variant_eligible(&tile_registry[r16], &p, &why));
+    assert_string_equal(why, "grid");
+    assert_int_equal(tile_check_variant("test", r16, &p), TILE_STATUS_NOT_SUPPORTED);
+    assert_non_null(strstr(tile_last_error(), "past the grid limit"));
+}
+
 static void test_old_arch_mismatch(void **state) {
     (void)state;
     const int32_t old[] = {70, 75, 10, 79};
@@ -1313,6 +1343,7 @@ int main(void) {
         cmocka_unit_test(test_sm80_never_clusters),
         cmocka_unit_test(test_sm90_adds_cluster_candidates),
         cmocka_unit_test(test_old_arch_mismatch),
+        cmocka_unit_test(test_row_grid_limit),
         cmocka_unit_test(test_pointer_alignment),
         cmocka_unit_test(test_odd_leading_dimension),
         cmocka_unit_test(test_single_row_ignores_stride),
