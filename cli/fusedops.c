@@ -200,19 +200,24 @@ static int parse_options(int argc, char **argv, int first, options *o) {
             if (strncmp(arch, "sm_", 3) || parse_number(arch + 3, 10, 999, &n))
                 return usage("--arch is sm_NN (sm_80, sm_90, ...)");
             o->arch = (int32_t)n;
-        } else if (!strcmp(a, "--align") || !strcmp(a, "--iters")) {
+        } else if (!strcmp(a, "--align")) {
             int64_t n;
             if (parse_number(argv[++i], 1, INT32_MAX, &n))
-                return usage(!strcmp(a, "--align") ? "--align is a number of bytes, at least 1"
-                                                   : "--iters is a number, at least 1");
-            if (!strcmp(a, "--align")) o->align = (int)n;
-            else o->iters = (int)n;
-        } else if (!strcmp(a, "--ld-x") || !strcmp(a, "--ld-y")) {
-            if (parse_number(argv[++i], 1, INT64_MAX, !strcmp(a, "--ld-x") ? &o->ld_x : &o->ld_y))
-                return usage("--ld-x and --ld-y are numbers of elements, at least 1");
+                return usage("--align is a number of bytes, at least 1");
+            o->align = (int32_t)n;
+        } else if (!strcmp(a, "--iters")) {
+            int64_t n;
+            if (parse_number(argv[++i], 1, INT32_MAX, &n))
+                return usage("--iters is a number, at least 1");
+            o->iters = (int32_t)n;
+        } else if (!strcmp(a, "--ld-x")) {
+            if (parse_number(argv[++i], 1, INT64_MAX, &o->ld_x))
+                return usage("--ld-x is a number of elements, at least 1");
+        } else if (!strcmp(a, "--ld-y")) {
+            if (parse_number(argv[++i], 1, INT64_MAX, &o->ld_y))
+                return usage("--ld-y is a number of elements, at least 1");
         } else return usage("unknown option");
     }
-    if (o->iters < 1) return usage("--iters must be at least 1");
     if (o->variant && tile_variant_find(o->variant) < 0)
         return usage("unknown --variant (see fusedops list)");
     if (!o->ld_x) o->ld_x = o->cols;

@@ -293,17 +293,6 @@ static tile_problem problem_of(const tile_flash_attention_args *a, const query_f
                           .streams_keys = a->heads_q == a->heads_kv && a->seqlen_q <= 64};
 }
 
-/* A stride for an axis of one position, whose stride the caller may leave at anything: one
- * past the tensor's other axes, which a tensor map takes (16-byte multiple, no overlap). */
-static int64_t lone_axis_stride(int64_t stride, int64_t count, const int64_t *strides,
-                                const int64_t *counts, int axes, int64_t head_dim) {
-    if (count > 1) return stride;
-    int64_t end = head_dim;
-    for (int i = 0; i < axes; i++)
-        if (counts[i] > 1 && strides[i] * counts[i] > end) end = strides[i] * counts[i];
-    return (end + 7) / 8 * 8;
-}
-
 /* The 4-dim tensor map (head_dim, seq, heads, batch; innermost first) of one of q, k, v, o, in
  * boxes of 64 columns x `rows` positions, for the warp-specialized variants.
  *
@@ -328,7 +317,7 @@ static tile_status encode_attention_map(const char *fn, const char *what, CUtens
                   given[3] = {seq_stride, head_stride, batch_stride};
     int64_t strides[3];
     for (int i = 0; i < 3; i++)
-        strides[i] = lone_axis_stride(given[i], counts[i], given, counts, 3, head_dim);
+        strides[i] = tile_lone_axis_stride(given[i], counts[i], given, counts, 3, head_dim);
     if (varlen) {
         batch = tokens + 1;
         if (seq < 1) seq = 1; /* (every key sequence empty: no key tile is read) */
@@ -370,7 +359,7 @@ static tile_status encode_maps(const char *fn, const tile_variant *v,
     /* O: optional (the consumers store it by threads without it, and the variants that hand
      * blocks over always do: perf-notes A32), so only where a map can describe it: a 16-byte
      * aligned base and, for every axis of more than one position (a lone axis's stride is
-     * recomputed: lone_axis_stride), strides of 16-byte multiples under 2^40 bytes (head_dim, a
+     * recomputed: tile_lone_axis_stride), strides of 16-byte multiples under 2^40 bytes (head_dim, a
      * multiple of 8, ends on a 16-byte boundary, so a box store past it writes nothing of the
      * row's padding). Should the driver still refuse it, the threads store O and the call goes
      * on: nothing of the caller's asked for the map. */

@@ -118,6 +118,12 @@ static int streams_keys(const tile_problem *p) {
     return p->streams_keys || tile_problem_splits_keys(p);
 }
 
+/* The row-wise ops (softmax, norm: a program is a block of rows, and column tiles of them): the
+ * ops whose launch and waves follow p->rows alone. */
+static int row_op(const tile_problem *p) {
+    return !strcmp(p->op, "softmax") || !strcmp(p->op, "norm");
+}
+
 int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const char **why) {
     const char *reason = NULL;
     if (strcmp(v->op, p->op) || v->dtype != p->dtype) reason = "another op or dtype";
@@ -136,7 +142,7 @@ int tile_variant_eligible(const tile_variant *v, const tile_problem *p, const ch
     else if (v->lean && (p->cols != v->max_cols || p->optional_inputs)) reason = "lean";
     /* a row op's launch of a program a row block (and column tile), cluster blocks each: over
      * the grid limit, a variant of taller blocks or a persistent one takes the call */
-    else if (!v->persistent && p->seqlen_q == 0 && strcmp(p->op, "grouped_matmul") &&
+    else if (!v->persistent && row_op(p) &&
              tile_row_programs(v, p->rows, p->cols) > INT32_MAX / v->cluster)
         reason = "grid";
     if (why) *why = reason;
@@ -261,7 +267,7 @@ static int32_t weigh_waves(const tile_tuned_entry *e, const tile_problem *p, dou
                            double *runner_up_us) {
     *winner_us = *runner_up_us = 0.0;
     if (!p->blocks_per_sm || p->sm_count < 1 || e->runner_up < 0 || !(e->time_us > 0.0f) ||
-        !(e->runner_up_us > 0.0f) || (strcmp(p->op, "softmax") && strcmp(p->op, "norm")))
+        !(e->runner_up_us > 0.0f) || !row_op(p))
         return e->variant;
     const tile_variant *runner_up = &tile_registry[e->runner_up];
     if (!tile_variant_eligible(runner_up, p, NULL) || runner_up->features != p->features)
@@ -497,11 +503,8 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         const char *why;
         if (tile_variant_eligible(v, p, &why)) eligible++;
         if (!strcmp(v->op, p->op) && v->dtype == p->dtype) {
-            /* tested apart from why: a variant refused for features or tensor maps first may
-             * still be another arch's */
-            if (p->arch >= v->arch_min && (!v->arch_max || p->arch <= v->arch_max) &&
-                v->smem_bytes <= p->smem_limit)
-                arch_ok++;
+            /* (eligibility refuses arch and shared memory before anything the call asks) */
+            if (why == NULL || (strcmp(why, "arch") && strcmp(why, "shared memory"))) arch_ok++;
             if (why == NULL || !strcmp(why, "alignment")) shape_ok++;
         }
     }

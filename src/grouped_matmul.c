@@ -131,13 +131,6 @@ static tile_problem problem_of(const tile_grouped_matmul_args *a, int32_t align)
                           .no_tensor_maps = a->total_m > INT32_MAX};
 }
 
-/* A tensor map's stride for an axis of `count` positions: the given one, or, where the axis has
- * one position and validation left its stride out (any value serves the kernels), one just past
- * the `inner` elements of a row, which the map can encode (as attention's lone_axis_stride). */
-static int64_t map_stride(int64_t stride, int64_t count, int64_t inner) {
-    return count > 1 ? stride : (inner + 7) / 8 * 8;
-}
-
 /* The tensor maps of a warp-specialized variant (kernels/grouped_matmul.grid, family tma): A in
  * boxes of 64 k x BLOCK_M rows and of 64 k x 8 rows (half tiles); B K-major in boxes of 64 k x
  * BLOCK_N, N-major in 64 n x 64 k; C, where its layout allows, in boxes of 64 n x 64 rows (the
@@ -149,7 +142,7 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
                          "%s: total_m %lld exceeds the 2^31 - 1 rows tensor-map variants address",
                          fn, (long long)a->total_m);
     const int64_t a_dims[2] = {a->k, a->total_m},
-                  a_strides[1] = {map_stride(a->lda, a->total_m, a->k)};
+                  a_strides[1] = {tile_lone_axis_stride(a->lda, a->total_m, NULL, NULL, 0, a->k)};
     const uint32_t a_box[2] = {64, (uint32_t)block_m};
     tile_status s = tile_encode_tensor_map(fn, "a", &k->a_map, a->dtype, a->a, 2, a_dims, a_strides, a_box);
     if (s != TILE_STATUS_SUCCESS) return s;
@@ -157,9 +150,8 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
     s = tile_encode_tensor_map(fn, "a", &k->a_rows_map, a->dtype, a->a, 2, a_dims, a_strides, a_rows_box);
     if (s != TILE_STATUS_SUCCESS) return s;
     const int64_t inner = kmajor ? a->k : a->n, outer = kmajor ? a->n : a->k;
-    const int64_t b_ld = map_stride(k->b_ld, outer, inner);
-    /* One group: any stride past the matrix (the map's dims must not overlap). */
-    const int64_t group = map_stride(a->b_group_stride, a->groups, outer * b_ld);
+    const int64_t b_ld = tile_lone_axis_stride(k->b_ld, outer, NULL, NULL, 0, inner);
+    const int64_t group = tile_lone_axis_stride(a->b_group_stride, a->groups, &b_ld, &outer, 1, inner);
     const int64_t b_dims[3] = {inner, outer, a->groups}, b_strides[2] = {b_ld, group};
     const uint32_t b_box[3] = {64, kmajor ? (uint32_t)block_n : 64, 1};
     s = tile_encode_tensor_map(fn, "b", &k->b_map, a->dtype, a->b, 3, b_dims, b_strides, b_box);
@@ -170,7 +162,7 @@ static tile_status encode_maps(const char *fn, const tile_grouped_matmul_args *a
      * bytes (a box store past n writes the whole 16 bytes that hold column n - 1: the row's
      * padding, measured). Then an encoding failure is the driver's, reported as for A and B. */
     const int64_t elem = (int64_t)tile_dtype_size(a->dtype);
-    const int64_t ldc = map_stride(a->ldc, a->total_m, a->n);
+    const int64_t ldc = tile_lone_axis_stride(a->ldc, a->total_m, NULL, NULL, 0, a->n);
     if ((uintptr_t)a->c % 16 != 0 || ldc >= ((int64_t)1 << 40) / elem || ldc * elem % 16 != 0 ||
         a->n * elem % 16 != 0)
         return TILE_STATUS_SUCCESS;

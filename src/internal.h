@@ -142,6 +142,13 @@ tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap
                                    const int64_t *dims, const int64_t *strides,
                                    const uint32_t *box);
 
+/* A tensor map's stride (elements) for an axis of `count` positions: `stride`, or, where the axis
+ * has one position and validation left its stride out (any value serves the kernels), one just
+ * past the tensor's other axes (`axes` of them, and `inner` elements a row) that a map can
+ * encode: a 16-byte multiple, no overlap. */
+int64_t tile_lone_axis_stride(int64_t stride, int64_t count, const int64_t *strides,
+                              const int64_t *counts, int axes, int64_t inner);
+
 /* Picks the variant for p (tuned table, nearest bucket, then heuristic). On failure the status
  * says why nothing was eligible (ARCH_MISMATCH, MISALIGNED or NOT_SUPPORTED). */
 tile_status tile_dispatch(const tile_problem *p, tile_decision *decision);

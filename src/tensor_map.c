@@ -6,6 +6,15 @@ int tile_variant_uses_tensor_maps(const tile_variant *v) {
     return tile_variant_param(v, "WARPGROUPS") >= 3;
 }
 
+int64_t tile_lone_axis_stride(int64_t stride, int64_t count, const int64_t *strides,
+                              const int64_t *counts, int axes, int64_t inner) {
+    if (count > 1) return stride;
+    int64_t end = inner;
+    for (int i = 0; i < axes; i++)
+        if (counts[i] > 1 && strides[i] * counts[i] > end) end = strides[i] * counts[i];
+    return (end + 7) / 8 * 8;
+}
+
 tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap *map,
                                    tile_dtype dtype, const void *base, int rank,
                                    const int64_t *dims, const int64_t *strides,
