@@ -6,7 +6,7 @@
 Written apart from src/attention.c (walk_span, tile_attention_walk_ratio) from the kernels'
 walks (templates/tile_attention.cuh, program_block_at) and launch(): a query block's work is
 its query-key pairs over 128 x 128 (key tiles to the causal diagonal; the three-consumer
-192-row blocks in warpgroups of 64 rows) plus 2.5 such tiles a 128 rows of block height, plus
+192-row blocks in warpgroups of 64 rows, each causal one to its own rows' diagonal) plus 2.5 such tiles a 128 rows of block height, plus
 2.5 of its own key tiles where it runs as a program of its own; blocks come in groups of heads
 that share L2, the last rows' block first (with a counter, a full call's in order), and go to
 the program free first (counter, one program a block) or in turns (fixed and paired walks).
@@ -29,16 +29,34 @@ def heads_a_group(head_dim, seqlen_k, causal, pairs, elem=2):
     return max(1, min(((16 if causal else 8) << 20) // kv_bytes, pairs))
 
 
-def block_work(v, sq, sk, causal, j):
-    bm, bn = v["bm"], v["bn"]
-    quantum = 64 if v["warpgroups"] >= 4 else bm
-    m0, end = j * bm, min(j * bm + bm, sq)
+def tiles_seen(sk, sq, bn, causal, last_row):
     tiles = -(-sk // bn)
     if causal:
-        last_key = end - 1 + sk - sq
+        last_key = last_row + sk - sq
         tiles = min(tiles, 0 if last_key < 0 else last_key // bn + 1)
-    rows = -(-(end - m0) // quantum) * quantum
-    return (rows * tiles * bn / 128.0 + OVERHEAD * bm) / 128.0
+    return tiles
+
+
+def block_work(v, sq, sk, causal, j):
+    bm, bn = v["bm"], v["bn"]
+    consumers = v["warpgroups"] - 1
+    quantum = 64 if consumers >= 3 else bm
+    m0, end = j * bm, min(j * bm + bm, sq)
+    tiles = tiles_seen(sk, sq, bn, causal, end - 1)
+    if causal and 64 * (consumers - 1) >= bn:
+        # each consumer's 64 rows to their own diagonal (a consumer whose rows see no key, or
+        # lie past the sequence where two consumers do not skip them, walks the block's tiles)
+        pairs = 0
+        for w in range(consumers):
+            r0 = m0 + 64 * w
+            if r0 >= end and quantum == 64:
+                continue
+            last = min(r0 + 63, end - 1)
+            own = tiles if last + sk - sq < 0 else tiles_seen(sk, sq, bn, causal, last)
+            pairs += 64 * own * bn
+    else:
+        pairs = -(-(end - m0) // quantum) * quantum * tiles * bn
+    return (pairs / 128.0 + OVERHEAD * bm) / 128.0
 
 
 def walks_in_pairs(v, programs, causal, sq, sk, units):

@@ -454,20 +454,41 @@ typedef struct walk_shape {
     int causal, block_counter;
 } walk_shape;
 
+/* The key tiles that rows up to last_row of one (batch, head) of s see, in tiles of bn keys. */
+static int64_t key_tiles_seen(const walk_shape *s, int64_t bn, int64_t last_row) {
+    const int64_t tiles = (s->seqlen_k + bn - 1) / bn;
+    if (!s->causal) return tiles;
+    const int64_t last_key = last_row + s->seqlen_k - s->seqlen_q; /* bottom-right aligned */
+    const int64_t seen = last_key < 0 ? 0 : last_key / bn + 1;
+    return seen < tiles ? seen : tiles;
+}
+
 /* The work of query block j (0: the first rows) of one (batch, head) of s for blocks of bm
- * rows and bn keys: the pairs its rows compute (in whole warpgroups of `quantum` rows: 64 where
- * three or more consumers skip those past the sequence, ws_rows_past) over 128 x 128, plus
- * BLOCK_OVERHEAD_TILES a 128 rows of bm. */
-static double block_work(int64_t bm, int64_t bn, int64_t quantum, const walk_shape *s, int64_t j) {
+ * rows and bn keys run by `consumers` warpgroups of 64 rows: the pairs its rows compute over
+ * 128 x 128, plus BLOCK_OVERHEAD_TILES a 128 rows of bm. Rows count in whole warpgroups where
+ * three or more consumers pass those past the sequence (ws_rows_past), else in whole blocks;
+ * a causal block's key tiles end at its last row's diagonal, or each warpgroup's at its own
+ * where the kernel passes the tiles above a warpgroup's rows (ws_own_key_tiles: 64 x
+ * (consumers - 1) >= bn; a warpgroup whose rows see no key, or lie past the sequence, walks
+ * the block's tiles). */
+static double block_work(int64_t bm, int64_t bn, int64_t consumers, const walk_shape *s,
+                         int64_t j) {
     const int64_t m0 = j * bm, end = m0 + bm < s->seqlen_q ? m0 + bm : s->seqlen_q;
-    int64_t tiles = (s->seqlen_k + bn - 1) / bn;
-    if (s->causal) {
-        const int64_t last_key = end - 1 + s->seqlen_k - s->seqlen_q; /* bottom-right aligned */
-        const int64_t seen = last_key < 0 ? 0 : last_key / bn + 1;
-        if (seen < tiles) tiles = seen;
+    const int64_t quantum = consumers >= 3 ? 64 : bm;
+    const int64_t tiles = key_tiles_seen(s, bn, end - 1);
+    double pairs = 0.0;
+    if (s->causal && 64 * (consumers - 1) >= bn) {
+        for (int64_t r0 = m0; r0 < m0 + bm; r0 += 64) {
+            if (r0 >= end && quantum == 64) break;
+            const int64_t last = r0 + 63 < end ? r0 + 63 : end - 1;
+            const int64_t own =
+                last + s->seqlen_k - s->seqlen_q < 0 ? tiles : key_tiles_seen(s, bn, last);
+            pairs += 64.0 * (double)(own * bn);
+        }
+    } else {
+        const int64_t rows = (end - m0 + quantum - 1) / quantum * quantum;
+        pairs = (double)rows * (double)(tiles * bn);
     }
-    const int64_t rows = (end - m0 + quantum - 1) / quantum * quantum;
-    const double pairs = (double)rows * (double)(tiles * bn);
     return (pairs / 128.0 + BLOCK_OVERHEAD_TILES * (double)bm) / 128.0;
 }
 
@@ -499,7 +520,7 @@ static void heap_sift_down(double *heap, int64_t n) {
 static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resident) {
     const int64_t bm = v->rows_per_program, bn = tile_variant_param(v, "BLOCK_N");
     if (bm < 1 || bn < 1 || s->pairs < 1 || s->group < 1 || resident < 1) return 0.0;
-    const int64_t quantum = tile_variant_param(v, "WARPGROUPS") >= 4 ? 64 : bm;
+    const int64_t consumers = tile_variant_param(v, "WARPGROUPS") - 1; /* (+ the producer) */
     const int64_t m_blocks = (s->seqlen_q + bm - 1) / bm, units_a_head = (m_blocks + 1) / 2;
     if (m_blocks < 1 || m_blocks > WALK_KINDS) return 0.0;
     const attention_walk_kind walk = walk_of(v, resident, s->causal, s->block_counter, s->seqlen_q,
@@ -514,8 +535,8 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
     double work[WALK_KINDS], total = 0.0, longest = 0.0;
     for (int64_t k = 0; k < kinds; k++) {
         const int64_t j = in_order ? k : m_blocks - 1 - k;
-        double w = block_work(bm, bn, quantum, s, j) + own_program;
-        if (paired && k != j) w += block_work(bm, bn, quantum, s, k); /* its short twin */
+        double w = block_work(bm, bn, consumers, s, j) + own_program;
+        if (paired && k != j) w += block_work(bm, bn, consumers, s, k); /* its short twin */
         work[k] = w;
         total += w * (double)s->pairs;
         if (w > longest) longest = w;

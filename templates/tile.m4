@@ -440,6 +440,10 @@ m4_define(<|TILE_WS_STAGING_DONE|>, <|TILE_ARGS(<|TILE_WS_STAGING_DONE|>, <|$3|>
 # without products (the other warpgroups' loop stays in step).
 m4_define(<|TILE_WS_ROWS_PAST|>, <|TILE_ARGS(<|TILE_WS_ROWS_PAST|>, <|$2|>, 2)tile::attn::ws_rows_past<$2>($1)|>)
 m4_define(<|TILE_WS_PASS_BLOCK|>, <|TILE_ARGS(<|TILE_WS_PASS_BLOCK|>, <|$4|>, 4)tile::attn::ws_pass_block<$3>($1, $2, $4)|>)
+# TILE_WS_OWN_KEY_TILES(turns, rings, L, blk, causal): blk as this consumer warpgroup sees it:
+# causal key tiles that lie wholly above its rows' diagonal pass (stages and turns only, as
+# TILE_WS_PASS_BLOCK) and n_end stops before them.
+m4_define(<|TILE_WS_OWN_KEY_TILES|>, <|TILE_ARGS(<|TILE_WS_OWN_KEY_TILES|>, <|$5|>, 5)tile::attn::ws_own_key_tiles<$3>($1, $2, $4, $5)|>)
 # TILE_WS_STORE(a, blk, acc, L, tiles): TILE_ATTENTION_STORE for one consumer warpgroup's rows,
 # staged in its own rows of a staging tile after the stages (only its 128 threads synchronize).
 m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn::ws_store<$4>($1, $2, $3, $5)|>)

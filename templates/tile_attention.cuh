@@ -1189,6 +1189,38 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
     ws_turn_pass<L>(turns);
 }
 
+// Causal: block k as this consumer warpgroup sees it. Its 64 rows may end a whole key tile (or
+// more) before the block's last row does: with 192-row blocks of 128-key tiles, or 128-row
+// blocks of 64-key tiles, the first warpgroups' leading key tiles lie wholly above their
+// diagonal. Those tiles pass as ws_pass_block passes them (stages and turns, no products) and
+// the warpgroup's loop starts at its own last tile, so n_end is cut to it. Layouts where no
+// warpgroup ends a tile early on an aligned diagonal keep the block as it is, compiled out.
+// A warpgroup whose rows see no key keeps every tile (its loop masks them all and stores zeros).
+template <typename L, typename B>
+__device__ __forceinline__ B ws_own_key_tiles(ws_turns &turns, ws_rings<L> &r, const B &k,
+                                              int32_t causal) {
+    if constexpr (64 * (L::WGS - 1) < L::BLOCK_N) {
+        (void)turns, (void)r, (void)causal;
+        return k;
+    } else {
+        if (!causal) return k;
+        const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0); // (warp-uniform, ws_rows_past)
+        const int32_t last_key = min(k.m0 + 64 * wg + 63, k.seq_q - 1) + k.diagonal;
+        if (last_key < 0) return k;
+        B own = k;
+        own.n_end = min(k.n_end, last_key / L::BLOCK_N + 1);
+        for (int32_t n = k.n_end - 1; n >= own.n_end; n--) {
+            ws_turn_wait<L>(turns);
+            (void)r.k.take();
+            ws_turn_pass<L>(turns);
+            r.k.release();
+            (void)r.v.take();
+            r.v.release();
+        }
+        return own;
+    }
+}
+
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout
 // (conflict-free both ways), then 16-byte row chunks out, or with O's tensor map one bulk store
 // from one thread (perf-notes A32); rows past the sequence and columns past head_dim are not
