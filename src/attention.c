@@ -511,7 +511,9 @@ static void heap_sift_down(double *heap, int64_t n) {
  * as launch() walks it, or 0 where not modelled (WALK_KINDS). The walk's items (blocks, or the
  * paired walk's units of a long and a short block) come as program_block_at orders them: in
  * groups of s->group heads, each group's items kind by kind (the last rows' block first, but
- * with a counter a full call's in order, a ragged last block last), heads fastest. Then:
+ * with a counter a full call's in order, a ragged last block last), heads fastest. (A full
+ * call of equal blocks walks each head's in a row, perf-notes A57: the same loads, its items
+ * being alike.) Then:
  * - with a block counter (variants that hand blocks over, given a workspace) or one program per
  *   block (non-persistent variants, and causal calls that do not walk in pairs, which pay
  *   PAIRED_WALK_SAVES_TILES of their own key tiles more a block), each item goes to the
@@ -693,12 +695,17 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .head_group = head_group,
         .causal = a->causal,
         .paired = paired,
+        /* a head's blocks in a row (perf-notes A57): where the walk's order cannot unbalance
+         * it (full calls of equal blocks; measured on the persistent variants) */
+        .blocks_fastest = v->persistent && !a->causal && !varlen && split.splits == 1 &&
+                          a->seqlen_q % v->rows_per_program == 0,
         .group_units = tile_divisor_of((uint32_t)(head_group * units_a_pair)),
         .group_pairs = tile_divisor_of((uint32_t)head_group),
         .last_group_pairs =
             tile_divisor_of((uint32_t)(pairs - (pairs - 1) / head_group * head_group)),
         .heads_q_div = tile_divisor_of((uint32_t)a->heads_q),
         .heads_per_kv = tile_divisor_of((uint32_t)(a->heads_q / a->heads_kv)),
+        .m_blocks_div = tile_divisor_of((uint32_t)m_blocks),
         .scale = scale,
         .scale_log2 = scale * 1.4426950408889634f,
         .block_counter = counted ? a->workspace : NULL,

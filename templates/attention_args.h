@@ -61,9 +61,11 @@ typedef struct tile_attention_kernel_args {
     int32_t causal;              /* 1: key j sees query i iff j <= i + seqlen_k - seqlen_q */
     int32_t paired;              /* 1: persistent programs walk causal blocks in long/short pairs */
     int32_t o_by_map;            /* 1: o_map holds the output (warp-specialized variants) */
+    int32_t blocks_fastest;      /* 1: a group's walk takes each head's query blocks in a row */
     /* The walk's divisors (program_block_at): a group's units (head_group pairs times the
-     * units of a pair), a group's pairs and the last group's, heads_q, heads_q / heads_kv. */
-    tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv;
+     * units of a pair), a group's pairs and the last group's, heads_q, heads_q / heads_kv,
+     * m_blocks. */
+    tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv, m_blocks_div;
     float scale;                 /* softmax scale */
     float scale_log2;            /* scale * log2(e): exponents are taken base 2 */
     /* The caller's workspace, or NULL (counter_take, tile_matrix.cuh): the variants that hand

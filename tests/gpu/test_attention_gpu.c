@@ -462,6 +462,9 @@ static void variant_cases(void) {
             /* 480 query blocks of 128 rows, more than the GPU holds at once: persistent
              * variants walk several each */
             {i, info.dtype, 4, 40, 8, d, 300, 300, 0, BSHD, NULL, NULL, 1, 16, seed + 6, 0},
+            /* full, 384 rows: equal blocks of 128 or 192 (240 or 160 of them), which persistent
+             * variants walk a head's blocks one after another (perf-notes A57) */
+            {i, info.dtype, 2, 40, 8, d, 384, 384, 0, BHSD, NULL, NULL, 1, 16, seed + 25, 0},
             /* causal, more blocks than resident programs: 3 blocks of 128 rows (`ws` walks
              * long/short pairs of them on GPUs of about 132 SMs, the middle block alone) or 2
              * of 192 (`ws3`: one program per block) ... */
