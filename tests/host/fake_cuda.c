@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_args.h"
 #include "cuda_driver.h"
 #include "fake_cuda.h"
 
@@ -204,6 +205,11 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         .stream = config->hStream,
         .num_attrs = config->numAttrs,
         .pdl = -1,
+        /* (the attention kernels take their argument block as their one parameter) */
+        .blocks_fastest =
+            strncmp(kernel_names[k], "attention_", 10)
+                ? -1
+                : ((const tile_attention_kernel_args *)params[0])->blocks_fastest,
         .tensor_maps = last.tensor_maps,
     };
     memcpy(l.maps, last.maps, sizeof l.maps); /* (a running record, as tensor_maps) */

@@ -401,6 +401,38 @@ static void test_attention_varlen_maps(void **state) {
     assert_true(checked > 0 || arch != 90);
 }
 
+/* The walk's order (perf-notes A57): a persistent (warp-specialized) variant walks each head's
+ * query blocks in a row on a full, fixed-length call whose blocks are all of its height, and
+ * heads fastest otherwise: causal calls (the order balances their unequal blocks), a ragged
+ * last block, varlen calls; variants of one program a block keep heads fastest. Every bf16
+ * attention variant that runs here, forced. */
+static void test_attention_walk_order(void **state) {
+    (void)state;
+    tile_variant_info v;
+    int in_a_row = 0;
+    FOR_VARIANTS(i, "attention", TILE_DTYPE_BF16, v) {
+        if (!runs_here(&v)) continue;
+        const int persistent = param(&v, "WARPGROUPS") >= 3;
+        const int64_t bm = param(&v, "BLOCK_M");
+        for (int c = 0; c < 4; c++) {
+            tile_flash_attention_args a = attention_args(TILE_DTYPE_BF16, (int32_t)v.max_cols, c == 1);
+            if (c == 2) a.seqlen_q = a.seqlen_k = 4000; /* a ragged last block (64, 128, 192 rows) */
+            if (c == 3) { /* varlen: 2 sequences of 4096 tokens */
+                a.cu_seqlens_q = DEV(OFFSETS), a.cu_seqlens_k = DEV(OFFSETS + 1);
+                a.total_q = a.total_k = 2 * 4096;
+                a.q_batch_stride = a.o_batch_stride = a.k_batch_stride = a.v_batch_stride = 0;
+            }
+            const tile_status s = tile_flash_attention_variant(i, &a, STREAM);
+            if (s != TILE_STATUS_SUCCESS) continue; /* (refusals: test_attention's) */
+            const fake_cuda_launch l = recorded();
+            const int want = persistent && c == 0 && a.seqlen_q % bm == 0;
+            assert_int_equal(l.blocks_fastest, want);
+            in_a_row += want;
+        }
+    }
+    assert_true(in_a_row > 0 || arch != 90);
+}
+
 /* Grouped matmul shapes: many tiles (more than stay resident) with B [groups, k, n], and a few
  * with B [groups, n, k] and a bias. */
 static tile_grouped_matmul_args grouped_matmul_args(tile_dtype dtype, int large) {
@@ -845,6 +877,7 @@ int main(void) {
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_splits),
         cmocka_unit_test(test_attention_varlen_maps),
+        cmocka_unit_test(test_attention_walk_order),
         cmocka_unit_test(test_grouped_matmul),
         cmocka_unit_test(test_grouped_matmul_lone_axes),
     };
