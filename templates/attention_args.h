@@ -9,7 +9,8 @@
 
 /* A divisor fixed for a call, as a multiplier and a shift (Granlund and Montgomery, "Division
  * by invariant integers using multiplication", 1994): tile_divide. A block's coordinates take
- * four divisions by such divisors (tile::attn::walk_divide; perf-notes A30). */
+ * four divisions by such divisors, five where a full call walks a head's blocks in a row
+ * (tile::attn::walk_divide; perf-notes A30, A57). */
 typedef struct tile_divisor {
     uint32_t divisor, multiplier, shift;
 } tile_divisor;
