@@ -469,8 +469,8 @@ static int64_t key_tiles_seen(const walk_shape *s, int64_t bn, int64_t last_row)
  * three or more consumers pass those past the sequence (ws_rows_past), else in whole blocks;
  * a causal block's key tiles end at its last row's diagonal, or each warpgroup's at its own
  * where the kernel passes the tiles above a warpgroup's rows (ws_own_key_tiles: 64 x
- * (consumers - 1) >= bn; a warpgroup whose rows see no key, or lie past the sequence, walks
- * the block's tiles). */
+ * (consumers - 1) >= bn; a warpgroup whose rows see no key walks the block's tiles, and so
+ * does one past the sequence where two consumers do not pass it). */
 static double block_work(int64_t bm, int64_t bn, int64_t consumers, const walk_shape *s,
                          int64_t j) {
     const int64_t m0 = j * bm, end = m0 + bm < s->seqlen_q ? m0 + bm : s->seqlen_q;

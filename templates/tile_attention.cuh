@@ -1201,8 +1201,10 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
 // more) before the block's last row does: with 192-row blocks of 128-key tiles, or 128-row
 // blocks of 64-key tiles, the first warpgroups' leading key tiles lie wholly above their
 // diagonal. Those tiles pass as ws_pass_block passes them (stages and turns, no products) and
-// the warpgroup's loop starts at its own last tile, so n_end is cut to it. Layouts where no
-// warpgroup ends a tile early on an aligned diagonal keep the block as it is, compiled out.
+// the warpgroup's loop starts at its own last tile, so n_end is cut to it. Compiled out where
+// 64 x (WGS - 1) < BLOCK_N: with 128-key tiles (`ws` n128, `wsh`) no warpgroup ends a tile
+// early on an aligned diagonal; with 80, 144 or 160 keys (`ws256` n80, `ws` n144, `ws160`) the
+// first one can, but those head-128 and head-256 kernels are kept as they were measured.
 // A warpgroup whose rows see no key keeps every tile (its loop masks them all and stores zeros).
 template <typename L, typename B>
 __device__ __forceinline__ B ws_own_key_tiles(ws_turns &turns, ws_rings<L> &r, const B &k,
