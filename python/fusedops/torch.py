@@ -184,8 +184,18 @@ def _rows_view(x: torch.Tensor, dim: int):
         x2 = x.view(-1, cols) if x.dim() != 2 else x
     except RuntimeError:
         x2 = x.contiguous().view(-1, cols)
+    if x2.shape[0] > 1 and x2.stride(0) < cols:  # expanded or overlapping rows (stride 0 ...):
+        x2 = x2.contiguous()                      # the library reads a row at each ld
     ld = x2.stride(0) if x2.shape[0] > 1 else cols
-    return x2, x2.shape[0], cols, max(ld, cols)
+    return x2, x2.shape[0], cols, ld
+
+
+def _check_dim(x: torch.Tensor, dim: int, name: str):
+    """IndexError for a dim outside [-nd, nd) (nd 1 for a 0-d tensor), as torch.softmax."""
+    nd = max(x.dim(), 1)
+    if not -nd <= dim < nd:
+        raise IndexError(f"fusedops.{name}: dim {dim} is out of range for a tensor of "
+                         f"{x.dim()} dims (expected [{-nd}, {nd - 1}])")
 
 
 def _check_input(x: torch.Tensor, name: str):
@@ -252,6 +262,7 @@ def _softmax_impl(x: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
     """The general path: any dim, strides and device (with its checks and errors)."""
     name = "log_softmax" if log else "softmax"
     _check_input(x, name)
+    _check_dim(x, dim, name)
     x2, rows, cols, ld_x = _rows_view(x, dim)
     y2 = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
     fn = getattr(library(), "tile_log_softmax" if log else "tile_softmax")
@@ -309,12 +320,22 @@ def _empty_out(x, *args, **kwargs):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
+def _softmax_out(x, dim=-1):
+    """The fake output of softmax and log_softmax: contiguous over the last dim, else the real
+    output's layout (computed with dim last, then moved back: _softmax_impl)."""
+    _check_dim(x, dim, "softmax")
+    d = dim % max(x.dim(), 1)
+    if x.dim() == 0 or d == x.dim() - 1:
+        return _empty_out(x)
+    return x.new_empty(list(x.movedim(d, -1).shape)).movedim(-1, d)
+
+
 _softmax_op_impl = _softmax_fast(False)  # what the op runs (test_overhead times it alone)
 _log_softmax_op_impl = _softmax_fast(True)
 _softmax_op = _register("softmax", "(Tensor x, SymInt dim=-1) -> Tensor", _softmax_op_impl,
-                        _empty_out, fast_kernel=_softmax_kernel)
+                        _softmax_out, fast_kernel=_softmax_kernel)
 _log_softmax_op = _register("log_softmax", "(Tensor x, SymInt dim=-1) -> Tensor",
-                            _log_softmax_op_impl, _empty_out, fast_kernel=_softmax_kernel)
+                            _log_softmax_op_impl, _softmax_out, fast_kernel=_softmax_kernel)
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -592,8 +613,16 @@ def _attn_tensors_check(q, k, v, rank, layout, op):
                          f"{tuple(v.shape)}")
 
 
+def _int32_check(op, **sizes):
+    """ValueError for a size the library takes as int32 (ctypes would wrap it silently)."""
+    for name, n in sizes.items():
+        if n >= 2 ** 31:
+            raise ValueError(f"fusedops.{op}: {name} is {n}; the library takes fewer than 2^31")
+
+
 def _attn_heads_check(h_q, h_kv, d, d_k, shapes, op):
-    """head_dim alike in q and k, heads_q a multiple of heads_kv (GQA)."""
+    """head_dim alike in q and k, heads_q a multiple of heads_kv (GQA), each below 2^31."""
+    _int32_check(op, heads_q=h_q, heads_kv=h_kv, head_dim=d)
     if d_k != d:
         raise ValueError(f"fusedops.{op}: k and v have head_dim {d_k}, q {d} (shapes {shapes})")
     if h_kv < 1 or h_q % h_kv:
@@ -618,6 +647,7 @@ def _attn_check(q, k, v, scale, op):
     _attn_heads_check(h_q, h_kv, d, d_k, f"{tuple(k.shape)}, {tuple(q.shape)}", op)
     if min(b, s_q, s_k, h_q, d) < 1:
         raise ValueError(f"fusedops.{op}: empty input (q {tuple(q.shape)}, k {tuple(k.shape)})")
+    _int32_check(op, batch=b)
     _attn_scale_check(scale, op)
 
 
@@ -686,9 +716,10 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     qkv tensor. Otherwise that input is first copied into a fresh contiguous tensor, which
     costs a copy of it. Returns o as a contiguous [batch, seqlen_q, heads_q, head_dim] tensor.
     On Hopper the programs of the warp-specialized head-dim-64 kernels of 128-row blocks take
-    query blocks as they finish them, from a counter in a small workspace: one 64-byte tensor
-    per stream, made once and left zeroed by every call (a fresh one per call during CUDA graph
-    capture); no host sync. No backward kernel yet: differentiating through it raises.
+    query blocks as they finish them, from a counter in a workspace, and decode-shaped calls
+    split their keys over programs with their shares there: one workspace per stream, as large
+    as tile_flash_attention_workspace_size asks, its counters left zeroed by every call (a
+    fresh one per call during CUDA graph capture); no host sync. No backward kernel yet: differentiating through it raises.
     """
     return _flash_attention_op(q, k, v, causal, scale)
 
@@ -711,6 +742,7 @@ def _attn_varlen_check(q, k, v, cu_q, cu_k, max_q, max_k, scale, op):
             raise ValueError(f"fusedops.{op}: {name} must be an int32 tensor of batch + 1 "
                              f"offsets on {q.device}, got {t.dtype} {tuple(t.shape)} on "
                              f"{t.device}")
+    _int32_check(op, batch=cu_q.numel() - 1)
     if cu_q.numel() != cu_k.numel():
         raise ValueError(f"fusedops.{op}: cu_seqlens_q has {cu_q.numel()} offsets, cu_seqlens_k "
                          f"{cu_k.numel()} (one batch)")
@@ -729,6 +761,10 @@ def _flash_attention_varlen_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen
     total_q, h_q, d = q.shape
     total_k, h_kv = k.shape[0], k.shape[1]
     o = torch.empty((total_q, h_q, d), dtype=q.dtype, device=q.device)
+    if total_q == 0:  # no query: nothing to compute (the library takes no NULL q)
+        return o
+    if total_k == 0:  # no key in any sequence: every row's output is 0 (docs/api.md)
+        return o.zero_()
     a = FlashAttentionArgs(
         struct_size=ctypes.sizeof(FlashAttentionArgs), dtype=_DTYPES[q.dtype],
         batch=cu_q.numel() - 1, heads_q=h_q, heads_kv=h_kv, head_dim=d, causal=int(bool(causal)),
@@ -836,6 +872,7 @@ def _gmm_check(a, b, offs, bias, op):
         raise ValueError(f"fusedops.{op}: b must be 3-D [groups, K, N], got shape "
                          f"{tuple(b.shape)}")
     groups, k, n = b.shape
+    _int32_check(op, groups=groups)
     if a.shape[1] != k:
         raise ValueError(f"fusedops.{op}: a has K = {a.shape[1]}, b {k} (shapes {tuple(a.shape)}, "
                          f"{tuple(b.shape)})")

@@ -46,10 +46,37 @@ class TorchOpsTest(unittest.TestCase):
         y = torch.randn(5, 33, 7, device="cuda")
         torch.testing.assert_close(torch.ops.fusedops.softmax(y, 1), torch.softmax(y, 1))
 
+    def test_expanded_rows(self):
+        """Rows that share memory (stride 0, or closer than a row) are copied, not read at
+        another row stride (0.9.4: ld became max(stride, cols), past the allocation)."""
+        x = torch.randn(1, 8, device="cuda").expand(4, 8)
+        torch.testing.assert_close(torch.ops.fusedops.softmax(x, -1), torch.softmax(x, -1))
+        y = torch.randn(8, device="cuda").expand(4, 3, 8)
+        torch.testing.assert_close(torch.ops.fusedops.log_softmax(y, -1), torch.log_softmax(y, -1))
+        z = torch.randn(64, device="cuda").as_strided((5, 16), (4, 1))  # overlapping rows
+        torch.testing.assert_close(torch.ops.fusedops.softmax(z, -1), torch.softmax(z, -1))
+        r = torch.randn(1, 8, device="cuda").expand(4, 8)  # an expanded residual
+        x2 = torch.randn(4, 8, device="cuda")
+        got = torch.ops.fusedops.residual_dropout(x2, r, None, 0.0, 1, 0)
+        torch.testing.assert_close(got, x2 + r)
+
+    def test_dim_out_of_range(self):
+        x = torch.randn(4, 8, device="cuda")
+        for dim in (2, -3):
+            with self.assertRaises(IndexError):
+                torch.ops.fusedops.softmax(x, dim)
+            with self.assertRaises(IndexError):
+                torch.softmax(x, dim)  # (as torch)
+
     def test_opcheck(self):
         x = torch.randn(16, 1024, device="cuda", dtype=torch.bfloat16)
         torch.library.opcheck(torch.ops.fusedops.softmax.default, (x, -1))
         torch.library.opcheck(torch.ops.fusedops.log_softmax.default, (x, -1))
+        # another dim: the output is computed with dim last and moved back (not contiguous),
+        # and the fake gives that layout too
+        y = torch.randn(4, 8, 16, device="cuda")
+        torch.library.opcheck(torch.ops.fusedops.softmax.default, (y, 0))
+        torch.library.opcheck(torch.ops.fusedops.log_softmax.default, (y, 1))
 
     def test_errors(self):
         with self.assertRaisesRegex(ValueError, "CUDA tensor"):
@@ -553,6 +580,24 @@ class AttentionOpsTest(unittest.TestCase):
                     self.assertEqual(o.shape, q.shape)
                     with self.subTest(dtype=dtype, heads=(h_q, h_kv), d=d, causal=causal):
                         self.check_varlen(o, q, k, v, cu_q, cu_k, causal)
+
+    def test_varlen_empty(self):
+        """No query at all, or no key in any sequence: an empty output, or zeros (the library
+        takes no NULL q or k, so the op answers these itself)."""
+        h, d = 4, 64
+        cu = torch.zeros(3, device="cuda", dtype=torch.int32)
+        q0 = torch.randn(0, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(10, h, d, device="cuda", dtype=torch.bfloat16)
+        cu_k = torch.tensor([0, 4, 10], device="cuda", dtype=torch.int32)
+        o = torch.ops.fusedops.flash_attention_varlen(q0, k, k, cu, cu_k, 0, 6)
+        self.assertEqual(o.shape, (0, h, d))
+        q = torch.randn(7, h, d, device="cuda", dtype=torch.bfloat16)
+        cu_q = torch.tensor([0, 3, 7], device="cuda", dtype=torch.int32)
+        k0 = torch.randn(0, h, d, device="cuda", dtype=torch.bfloat16)
+        for causal in (False, True):
+            o = torch.ops.fusedops.flash_attention_varlen(q, k0, k0, cu_q, cu, 4, 0, causal)
+            self.assertEqual(o.shape, q.shape)
+            self.assertTrue(torch.equal(o, torch.zeros_like(q)))
 
     def test_varlen_isolation(self):
         """A sequence whose keys and values are all +Inf leaves the others exact (a key tile
