@@ -1,9 +1,13 @@
 /* tile_flash_attention: validate, dispatch, launch (kernels/attention.tile, op "attention"). */
+#include <float.h>
 #include <math.h>
 
 #include "attention_args.h"
 #include "attention_tune_grid.h"
 #include "internal.h"
+
+/* The longest sequence (and varlen token count) the kernels take: check_args. */
+#define ATTENTION_MAX_LENGTH (((int64_t)1 << 31) - 256)
 
 static const char attention_op[] = "attention";
 
@@ -99,6 +103,21 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     if (!isfinite(a->scale))
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: scale is %g; it must be finite", fn,
                          (double)a->scale);
+    /* (the kernels take exponents base 2: scale x log2(e) must be finite too) */
+    if (fabsf(a->scale) > FLT_MAX / 1.4426950408889634f)
+        return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
+                         "%s: scale is %g; its magnitude must be at most FLT_MAX / log2(e)", fn,
+                         (double)a->scale);
+    /* The kernels add a block's height or width (at most 256) to a length in 32 bits, as the
+     * grouped matmul's to n and k. */
+    const int64_t lengths[4] = {a->seqlen_q, a->seqlen_k, varlen ? a->total_q : 0,
+                                varlen ? a->total_k : 0};
+    static const char *const length_names[4] = {"seqlen_q", "seqlen_k", "total_q", "total_k"};
+    for (int i = 0; i < 4; i++)
+        if (lengths[i] > ATTENTION_MAX_LENGTH)
+            return tile_fail(TILE_STATUS_NOT_SUPPORTED,
+                             "%s: %s is %lld; the kernels take lengths up to 2^31 - 256", fn,
+                             length_names[i], (long long)lengths[i]);
     /* The kernels number query blocks in 32 bits: at most 2^30 of the narrowest, 64 rows. */
     const int64_t blocks_64 = (a->seqlen_q + 63) / 64, pairs = (int64_t)a->batch * a->heads_q;
     if (blocks_64 > 0 && pairs > ((int64_t)1 << 30) / blocks_64)

@@ -1295,6 +1295,16 @@ static void test_attention_arguments(void **state) {
     ATTN_CASE(A_ALL, INV, "scale is nan", a.scale = NAN);
     ATTN_CASE(A_ALL, INV, "scale is inf", a.scale = INFINITY);
     ATTN_CASE(A_ALL, INV, "scale is -inf", a.scale = -INFINITY);
+    /* a finite scale whose base-2 form (scale x log2(e)) is not */
+    ATTN_CASE(A_ALL, INV, "magnitude must be at most", a.scale = 3e38f);
+    ATTN_CASE(A_ALL, INV, "magnitude must be at most", a.scale = -2.4e38f);
+    /* lengths the kernels' 32-bit sums of a length and a block (up to 256) would wrap */
+    ATTN_CASE(A_ALL, NSUP, "seqlen_k is 2147483647; the kernels take lengths up to 2^31 - 256",
+              a.seqlen_k = INT32_MAX);
+    ATTN_CASE(A_ALL, NSUP, "seqlen_q is 2147483393", a.seqlen_q = T31 - 255);
+    ATTN_CASE(A_ALL, NSUP, "seqlen_k is 2147483393", attn_varlen(&a), a.seqlen_k = T31 - 255);
+    ATTN_CASE(A_ALL, NSUP, "total_q is 2147483647", attn_varlen(&a), a.total_q = INT32_MAX);
+    ATTN_CASE(A_ALL, NSUP, "total_k is 2147483393", attn_varlen(&a), a.total_k = T31 - 255);
     /* more than 2^30 query blocks of 64 rows (varlen: the tensors' extents are total_q's) */
     ATTN_CASE(A_ALL, NSUP, "batch x heads_q is 1024 and seqlen_q 67108865", attn_varlen(&a),
               a.batch = 512, a.seqlen_q = ((int64_t)1 << 26) + 1);
@@ -1336,7 +1346,7 @@ static void test_attention_tensors(void **state) {
     ATTN_CASE(A_ALL, INV, "k_seq_stride", a.k_seq_stride = INT64_MAX / 8);
     ATTN_CASE(A_ALL, INV, "overflow", a.v_head_stride = INT64_MAX / 2 - 10, a.heads_kv = 2);
     ATTN_CASE(A_ALL, INV, "o_batch_stride", a.o_batch_stride = INT64_MAX / 2 - 15);
-    ATTN_CASE(A_ALL, INV, "overflow", attn_varlen(&a), a.total_q = INT32_MAX,
+    ATTN_CASE(A_ALL, INV, "overflow", attn_varlen(&a), a.total_q = T31 - 256,
               a.q_seq_stride = (int64_t)1 << 32);
     /* the exact edge: q's last element ends one element past INT64_MAX bytes (one element
      * less passes: test_attention_valid) */
