@@ -140,6 +140,14 @@ static int parse_number(const char *text, int64_t min, int64_t max, int64_t *out
     return 0;
 }
 
+/* parse_number into a 32-bit option: 0, else -1. */
+static int parse_int32(const char *text, int32_t min, int32_t max, int32_t *out) {
+    int64_t n;
+    if (parse_number(text, min, max, &n)) return -1;
+    *out = (int32_t)n;
+    return 0;
+}
+
 static int parse_dtype(const char *s) {
     for (int d = 0; d < TILE_DTYPE_COUNT_; d++)
         if (!strcmp(s, tile_dtype_string((tile_dtype)d))) return d;
@@ -196,20 +204,14 @@ static int parse_options(int argc, char **argv, int first, options *o) {
                 return usage("--seqlen-k is a number of at least 1");
         } else if (!strcmp(a, "--arch")) {
             const char *arch = argv[++i];
-            int64_t n;
-            if (strncmp(arch, "sm_", 3) || parse_number(arch + 3, 10, 999, &n))
+            if (strncmp(arch, "sm_", 3) || parse_int32(arch + 3, 10, 999, &o->arch))
                 return usage("--arch is sm_NN (sm_80, sm_90, ...)");
-            o->arch = (int32_t)n;
         } else if (!strcmp(a, "--align")) {
-            int64_t n;
-            if (parse_number(argv[++i], 1, INT32_MAX, &n))
+            if (parse_int32(argv[++i], 1, INT32_MAX, &o->align))
                 return usage("--align is a number of bytes, at least 1");
-            o->align = (int32_t)n;
         } else if (!strcmp(a, "--iters")) {
-            int64_t n;
-            if (parse_number(argv[++i], 1, INT32_MAX, &n))
+            if (parse_int32(argv[++i], 1, INT32_MAX, &o->iters))
                 return usage("--iters is a number, at least 1");
-            o->iters = (int32_t)n;
         } else if (!strcmp(a, "--ld-x")) {
             if (parse_number(argv[++i], 1, INT64_MAX, &o->ld_x))
                 return usage("--ld-x is a number of elements, at least 1");

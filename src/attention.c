@@ -6,8 +6,8 @@
 #include "attention_tune_grid.h"
 #include "internal.h"
 
-/* The longest sequence (and varlen token count) the kernels take: check_args. */
-#define ATTENTION_MAX_LENGTH (((int64_t)1 << 31) - 256)
+/* log2(e): the kernels take exponents base 2 (templates/tile_device.cuh's LOG2E). */
+#define LOG2_E 1.4426950408889634f
 
 static const char attention_op[] = "attention";
 
@@ -103,18 +103,17 @@ static tile_status check_args(const char *fn, const tile_flash_attention_args *a
     if (!isfinite(a->scale))
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT, "%s: scale is %g; it must be finite", fn,
                          (double)a->scale);
-    /* (the kernels take exponents base 2: scale x log2(e) must be finite too) */
-    if (fabsf(a->scale) > FLT_MAX / 1.4426950408889634f)
+    /* (scale x log2(e), the kernels' base-2 scale, must be finite too) */
+    if (fabsf(a->scale) > FLT_MAX / LOG2_E)
         return tile_fail(TILE_STATUS_INVALID_ARGUMENT,
                          "%s: scale is %g; its magnitude must be at most FLT_MAX / log2(e)", fn,
                          (double)a->scale);
-    /* The kernels add a block's height or width (at most 256) to a length in 32 bits, as the
-     * grouped matmul's to n and k. */
+    /* The kernels add a block's height or width to a length in 32 bits. */
     const int64_t lengths[4] = {a->seqlen_q, a->seqlen_k, varlen ? a->total_q : 0,
                                 varlen ? a->total_k : 0};
     static const char *const length_names[4] = {"seqlen_q", "seqlen_k", "total_q", "total_k"};
     for (int i = 0; i < 4; i++)
-        if (lengths[i] > ATTENTION_MAX_LENGTH)
+        if (lengths[i] > TILE_MAX_TILED_SIZE)
             return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                              "%s: %s is %lld; the kernels take lengths up to 2^31 - 256", fn,
                              length_names[i], (long long)lengths[i]);
@@ -726,7 +725,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .heads_per_kv = tile_divisor_of((uint32_t)(a->heads_q / a->heads_kv)),
         .m_blocks_div = tile_divisor_of((uint32_t)m_blocks),
         .scale = scale,
-        .scale_log2 = scale * 1.4426950408889634f,
+        .scale_log2 = scale * LOG2_E,
         .block_counter = counted ? a->workspace : NULL,
         .splits = (int32_t)split.splits,
         .split_keys = (int32_t)split.split_keys,

@@ -6,9 +6,6 @@
 #include "gemm_args.h"
 #include "internal.h"
 
-/* The largest n and k (check_args). */
-#define GMM_MAX_DIM ((int64_t)INT32_MAX - 255)
-
 static const char grouped_matmul_op[] = "grouped_matmul";
 
 /* The fields of tile_grouped_matmul_args as version 1 defined them. */
@@ -59,7 +56,7 @@ static tile_status check_args(const char *fn, const tile_grouped_matmul_args *a,
                              dim_names[i], (long long)dims[i]);
         /* The kernels index within a row and a tile in int32, a tile's end included (a tile is
          * at most 256 columns or 64 k wide): room for it below 2^31. */
-        if (dims[i] > GMM_MAX_DIM)
+        if (dims[i] > TILE_MAX_TILED_SIZE)
             return tile_fail(TILE_STATUS_NOT_SUPPORTED,
                              "%s: %s %lld is not supported; it must be at most 2^31 - 256", fn,
                              dim_names[i], (long long)dims[i]);

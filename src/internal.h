@@ -142,6 +142,10 @@ tile_status tile_encode_tensor_map(const char *fn, const char *what, CUtensorMap
                                    const int64_t *dims, const int64_t *strides,
                                    const uint32_t *box);
 
+/* The largest size the kernels index in 32 bits with a tile's end added (a tile or block is at
+ * most 256 wide): the grouped matmul's n and k, attention's lengths (check_args). */
+#define TILE_MAX_TILED_SIZE ((int64_t)INT32_MAX - 255)
+
 /* A tensor map's stride (elements) for an axis of `count` positions: `stride`, or, where the axis
  * has one position and validation left its stride out (any value serves the kernels), one just
  * past the tensor's other axes (`axes` of them, and `inner` elements a row) that a map can
