@@ -9,7 +9,9 @@ its query-key pairs over 128 x 128 (key tiles to the causal diagonal; the three-
 192-row blocks in warpgroups of 64 rows, each causal one to its own rows' diagonal) plus 2.5 such tiles a 128 rows of block height, plus
 2.5 of its own key tiles where it runs as a program of its own; blocks come in groups of heads
 that share L2, the last rows' block first (with a counter, a full call's in order), and go to
-the program free first (counter, one program a block) or in turns (fixed and paired walks).
+the program free first (counter, one program a block) or in turns (fixed and paired walks); a
+ragged full call on the fixed walk takes each head's blocks in a row, turned by the walk's turn
+at the head's first block.
 Prints each test case's two predictions (the line's times scaled by the call's busiest program
 over the grid shape's, 132 SMs, one program of each variant an SM) and the pick (the runner-up
 where predicted over 4% faster for a causal call, 7% for a full one). The library's times are
@@ -82,6 +84,16 @@ def busiest(v, pairs, sq, sk, causal, counter, programs=SMS, head_dim=64):
         if paired and k != j:
             w += block_work(v, sq, sk, causal, k)
         work.append(w)
+    if v["persistent"] and not causal and not counted and sq % bm:
+        # a ragged full call on the fixed walk: each head's blocks in a row, turned by the
+        # walk's turn at the head's first block (program_block_at's blocks_fastest 2)
+        programs = min(programs, pairs * m_blocks)
+        load = [0.0] * programs
+        for pair in range(pairs):
+            turn = pair * m_blocks // programs % m_blocks
+            for j in range(m_blocks):
+                load[(pair * m_blocks + j) % programs] += work[(j + turn) % m_blocks]
+        return max(load)
     group = heads_a_group(head_dim, sk, causal, pairs)
     order = []
     for first in range(0, pairs, group):

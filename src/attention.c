@@ -525,13 +525,20 @@ static void heap_sift_down(double *heap, int64_t n) {
     }
 }
 
+/* Whether launch() walks a full call's blocks head by head, each head's turned (perf-notes A60:
+ * blocks_fastest 2): a fixed walk (persistent, no counter) over a ragged last block. */
+static int turned_walk(const tile_variant *v, int causal, int counted, int64_t seqlen_q) {
+    return v->persistent && !causal && !counted && seqlen_q % v->rows_per_program != 0;
+}
+
 /* The busiest program's work (block_work's units) when v runs shape s on `resident` programs,
  * as launch() walks it, or 0 where not modelled (WALK_KINDS). The walk's items (blocks, or the
  * paired walk's units of a long and a short block) come as program_block_at orders them: in
  * groups of s->group heads, each group's items kind by kind (the last rows' block first, but
  * with a counter a full call's in order, a ragged last block last), heads fastest. (A full
  * call of equal blocks walks each head's in a row, perf-notes A57: the same loads, its items
- * being alike.) Then:
+ * being alike; a ragged one on the fixed walk, each head's turned, is dealt item by item,
+ * turned_walk.) Then:
  * - with a block counter (variants that hand blocks over, given a workspace) or one program per
  *   block (non-persistent variants, and causal calls that do not walk in pairs, which pay
  *   PAIRED_WALK_SAVES_TILES of their own key tiles more a block), each item goes to the
@@ -568,6 +575,19 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
         groups > WALK_RUNS / kinds)
         return average > longest ? average : longest;
     double load[WALK_PROGRAMS + 1] = {0};
+    if (turned_walk(v, s->causal, counted, s->seqlen_q)) {
+        /* a head's blocks in a row, turned by the walk's turn at its first (launch(),
+         * program_block_at): item by item, within the model's bounds */
+        if (items > WALK_RUNS) return average > longest ? average : longest;
+        for (int64_t pair = 0; pair < s->pairs; pair++) {
+            const int64_t turn = pair * m_blocks / programs % m_blocks;
+            for (int64_t j = 0; j < m_blocks; j++)
+                load[(pair * m_blocks + j) % programs] += work[(j + turn) % m_blocks];
+        }
+        for (int64_t i = 0; i < programs; i++)
+            if (load[i] > longest) longest = load[i];
+        return longest;
+    }
     int64_t position = 0; /* the walk's, mod programs for the fixed walk */
     for (int64_t g = 0; g < groups; g++) {
         const int64_t size = g < groups - 1 ? s->group : s->pairs - g * s->group;
@@ -713,10 +733,13 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .head_group = head_group,
         .causal = a->causal,
         .paired = paired,
-        /* a head's blocks in a row (perf-notes A57): where the walk's order cannot unbalance
-         * it (full calls of equal blocks; measured on the persistent variants) */
-        .blocks_fastest = v->persistent && !a->causal && !varlen && split.splits == 1 &&
-                          a->seqlen_q % v->rows_per_program == 0,
+        /* a head's blocks in a row (perf-notes A57): full calls of the persistent variants,
+         * whose equal blocks no order unbalances; a ragged last block on a fixed walk with
+         * each head's blocks turned (A60), so that block goes round the programs */
+        .blocks_fastest = !v->persistent || a->causal || varlen || split.splits > 1 ? 0
+                          : turned_walk(v, a->causal, counted, a->seqlen_q)             ? 2
+                          : a->seqlen_q % v->rows_per_program == 0                      ? 1
+                                                                                        : 0,
         .group_units = tile_divisor_of((uint32_t)(head_group * units_a_pair)),
         .group_pairs = tile_divisor_of((uint32_t)head_group),
         .last_group_pairs =

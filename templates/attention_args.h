@@ -62,7 +62,8 @@ typedef struct tile_attention_kernel_args {
     int32_t causal;              /* 1: key j sees query i iff j <= i + seqlen_k - seqlen_q */
     int32_t paired;              /* 1: persistent programs walk causal blocks in long/short pairs */
     int32_t o_by_map;            /* 1: o_map holds the output (warp-specialized variants) */
-    int32_t blocks_fastest;      /* 1: a group's walk takes each head's query blocks in a row */
+    int32_t blocks_fastest;      /* 1: a group's walk takes each head's query blocks in a row;
+                                  * 2: the same, each head's blocks turned (a ragged last one) */
     /* The walk's divisors (program_block_at): a group's units (head_group pairs times the
      * units of a pair), a group's pairs and the last group's, heads_q, heads_q / heads_kv,
      * m_blocks. */

@@ -444,6 +444,9 @@ m4_define(<|TILE_WS_PASS_BLOCK|>, <|TILE_ARGS(<|TILE_WS_PASS_BLOCK|>, <|$4|>, 4)
 # causal key tiles that lie wholly above its rows' diagonal pass (stages and turns only, as
 # TILE_WS_PASS_BLOCK) and n_end stops before them.
 m4_define(<|TILE_WS_OWN_KEY_TILES|>, <|TILE_ARGS(<|TILE_WS_OWN_KEY_TILES|>, <|$5|>, 5)tile::attn::ws_own_key_tiles<$3>($1, $2, $4, $5)|>)
+# TILE_WS_KEY_TILE_MASKED(L, blk, n, causal): TILE_KEY_TILE_MASKED for this consumer
+# warpgroup's rows of blk.
+m4_define(<|TILE_WS_KEY_TILE_MASKED|>, <|tile::attn::ws_tile_needs_mask<$1>($2, $3, $4)|>)
 # TILE_WS_STORE(a, blk, acc, L, tiles): TILE_ATTENTION_STORE for one consumer warpgroup's rows,
 # staged in its own rows of a staging tile after the stages (only its 128 threads synchronize).
 m4_define(<|TILE_WS_STORE|>, <|TILE_ARGS(<|TILE_WS_STORE|>, <|$5|>, 5)tile::attn::ws_store<$4>($1, $2, $3, $5)|>)

@@ -121,6 +121,15 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         const uint32_t head = walk_divide<L>(in_group, a.m_blocks_div);
         j = (int32_t)(in_group - head * per_unit);
         pair = first + head;
+        if (a.blocks_fastest == 2) {
+            // A ragged last block: a fixed walk over heads of m_blocks blocks in a row would
+            // give some programs that block every turn (when gridDim.x is a multiple of
+            // m_blocks). Each head's blocks turn by the walk's turn at its first block, so a
+            // program's block index moves on each turn and the short blocks spread over all.
+            const uint32_t turned = pair * per_unit / gridDim.x;
+            j += (int32_t)(turned - walk_divide<L>(turned, a.m_blocks_div) * per_unit);
+            if (j >= a.m_blocks) j -= a.m_blocks;
+        }
     }
     // Longest first: a causal call's last blocks see the most keys; a full call's last block may
     // be short (a ragged end), so with a block counter, whose programs take the next block as
@@ -1204,7 +1213,7 @@ __device__ __forceinline__ void ws_pass_block(ws_turns &turns, ws_rings<L> &r, c
 // the warpgroup's loop starts at its own last tile, so n_end is cut to it. Compiled out where
 // 64 x (WGS - 1) < BLOCK_N: with 128-key tiles (`ws` n128, `wsh`) no warpgroup ends a tile
 // early on an aligned diagonal; with 80, 144 or 160 keys (`ws256` n80, `ws` n144, `ws160`) the
-// first one can, but those head-128 and head-256 kernels are kept as they were measured.
+// first one can, but there it measured slower (perf-notes A58).
 // A warpgroup whose rows see no key keeps every tile (its loop masks them all and stores zeros).
 template <typename L, typename B>
 __device__ __forceinline__ B ws_own_key_tiles(ws_turns &turns, ws_rings<L> &r, const B &k,
@@ -1229,6 +1238,20 @@ __device__ __forceinline__ B ws_own_key_tiles(ws_turns &turns, ws_rings<L> &r, c
         }
         return own;
     }
+}
+
+// tile_needs_mask for one consumer warpgroup of the warp-specialized kernels: where its rows own
+// their key tiles (ws_own_key_tiles' rule), the causal test from its own first row, 64 x wg
+// below the block's, so a later warpgroup skips the mask on a tile only earlier rows see past
+// (perf-notes A59: +1.7% on head dim 64 causal; the 2-consumer head-128 and head-256 kernels
+// keep the block's test, as A58 measured them slower for a per-warpgroup walk).
+template <typename L, typename B>
+__device__ __forceinline__ bool ws_tile_needs_mask(const B &k, int32_t n, int32_t causal) {
+    static_assert(!folds_rows<B>, "the warp-specialized kernels' rows are a block's queries");
+    if constexpr (64 * (L::WGS - 1) < L::BLOCK_N) return tile_needs_mask<L>(k, n, causal);
+    const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0); // (warp-uniform)
+    const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
+    return last_key >= k.seq_k || (causal && last_key > k.m0 + 64 * wg + k.diagonal);
 }
 
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout
