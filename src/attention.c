@@ -469,7 +469,7 @@ static attention_walk_kind walk_of(const tile_variant *v, int64_t resident, int 
 /* One launch's shape as the schedule model sees it. */
 typedef struct walk_shape {
     int64_t pairs, seqlen_q, seqlen_k, group; /* group: heads_a_group's */
-    int causal, block_counter;
+    int causal, block_counter, varlen;
 } walk_shape;
 
 /* The key tiles that rows up to last_row of one (batch, head) of s see, in tiles of bn keys. */
@@ -525,10 +525,13 @@ static void heap_sift_down(double *heap, int64_t n) {
     }
 }
 
-/* Whether launch() walks a full call's blocks head by head, each head's turned (perf-notes A60:
- * blocks_fastest 2): a fixed walk (persistent, no counter) over a ragged last block. */
-static int turned_walk(const tile_variant *v, int causal, int counted, int64_t seqlen_q) {
-    return v->persistent && !causal && !counted && seqlen_q % v->rows_per_program != 0;
+/* Whether launch() walks a call's blocks head by head, each head's turned (perf-notes A60:
+ * blocks_fastest 2): a full fixed-length call whose last block is ragged, on a fixed walk
+ * (persistent, no counter). (launch() also requires its keys unsplit: persistent variants never
+ * split.) */
+static int turned_walk(const tile_variant *v, int causal, int varlen, int counted,
+                       int64_t seqlen_q) {
+    return v->persistent && !causal && !varlen && !counted && seqlen_q % v->rows_per_program != 0;
 }
 
 /* The busiest program's work (block_work's units) when v runs shape s on `resident` programs,
@@ -575,7 +578,7 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
         groups > WALK_RUNS / kinds)
         return average > longest ? average : longest;
     double load[WALK_PROGRAMS + 1] = {0};
-    if (turned_walk(v, s->causal, counted, s->seqlen_q)) {
+    if (turned_walk(v, s->causal, s->varlen, counted, s->seqlen_q)) {
         /* a head's blocks in a row, turned by the walk's turn at its first (launch(),
          * program_block_at): item by item, within the model's bounds */
         if (items > WALK_RUNS) return average > longest ? average : longest;
@@ -641,7 +644,8 @@ double tile_attention_walk_ratio(int32_t variant, const tile_problem *p, int32_t
     const walk_shape call = {.pairs = call_pairs, .seqlen_q = p->seqlen_q, .seqlen_k = p->seqlen_k,
                              .group = heads_a_group(p->dtype, p->cols, p->seqlen_k, p->causal,
                                                     call_pairs),
-                             .causal = p->causal, .block_counter = p->block_counter};
+                             .causal = p->causal, .block_counter = p->block_counter,
+                             .varlen = p->varlen};
     /* the line's shape on the devices it was tuned on */
     const double on_grid = walk_span(v, &tuned, TUNED_SMS * per_sm),
                  on_call = walk_span(v, &call, resident);
@@ -699,6 +703,8 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
                 a->seqlen_q, a->seqlen_k, pairs);
     const int counted = walk.counted, paired = walk.paired;
     const int64_t units_a_pair = paired ? (m_blocks + 1) / 2 : m_blocks; /* of a (batch, head) */
+    const int64_t items = paired ? units : m_blocks * pairs; /* the walk's */
+    const int64_t programs = tile_launched_programs(device, variant, items, walk.one_each);
     tile_attention_kernel_args k = {
         .o = a->o,
         .q = a->q,
@@ -737,7 +743,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
          * whose equal blocks no order unbalances; a ragged last block on a fixed walk with
          * each head's blocks turned (A60), so that block goes round the programs */
         .blocks_fastest = !v->persistent || a->causal || varlen || split.splits > 1 ? 0
-                          : turned_walk(v, a->causal, counted, a->seqlen_q)             ? 2
+                          : turned_walk(v, a->causal, varlen, counted, a->seqlen_q)     ? 2
                           : a->seqlen_q % v->rows_per_program == 0                      ? 1
                                                                                         : 0,
         .group_units = tile_divisor_of((uint32_t)(head_group * units_a_pair)),
@@ -747,6 +753,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         .heads_q_div = tile_divisor_of((uint32_t)a->heads_q),
         .heads_per_kv = tile_divisor_of((uint32_t)(a->heads_q / a->heads_kv)),
         .m_blocks_div = tile_divisor_of((uint32_t)m_blocks),
+        .programs_div = tile_divisor_of((uint32_t)(programs > 0 ? programs : 1)), /* (0: refused) */
         .scale = scale,
         .scale_log2 = scale * LOG2_E,
         .block_counter = counted ? a->workspace : NULL,
@@ -768,8 +775,7 @@ static tile_status launch(const char *fn, const tile_device *device, int32_t var
         if (s != TILE_STATUS_SUCCESS) return s;
     }
     void *args[] = {&k};
-    return tile_launch_programs(device, variant, paired ? units : m_blocks * pairs, walk.one_each,
-                                stream, args);
+    return tile_launch_programs(device, variant, items, walk.one_each, stream, args);
 }
 
 static tile_status run(const char *fn, int forced, int32_t variant,

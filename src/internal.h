@@ -173,6 +173,10 @@ tile_status tile_launch_programs(const tile_device *device, int32_t variant, int
 /* Programs of `variant` the device holds at once (SMs x resident per SM; 0 when unknown): what
  * a persistent variant launches at most. */
 int64_t tile_resident_programs(const tile_device *device, int32_t variant);
+/* The programs tile_launch_programs launches for `programs` units of work (gridDim.x but for
+ * clusters): a persistent variant's at most as many as stay resident, unless all_programs. */
+int64_t tile_launched_programs(const tile_device *device, int32_t variant, int64_t programs,
+                               int all_programs);
 /* Whether an attention call splits its keys (perf-notes A45): its key_split_blocks fill at most
  * half of the device's SMs (132 where unknown). Dispatch then takes a variant of one program a
  * block (persistent ones never split) and its deeper-ring twin; the launch splits. */

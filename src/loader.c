@@ -196,14 +196,20 @@ tile_status tile_launch(const tile_device *device, int32_t variant, int64_t prog
     return tile_launch_programs(device, variant, programs, 0, stream, args);
 }
 
+int64_t tile_launched_programs(const tile_device *device, int32_t variant, int64_t programs,
+                               int all_programs) {
+    if (tile_registry[variant].persistent && !all_programs) {
+        const int64_t resident = tile_resident_programs(device, variant);
+        if (programs > resident) programs = resident;
+    }
+    return programs;
+}
+
 tile_status tile_launch_programs(const tile_device *device, int32_t variant, int64_t programs,
                                  int all_programs, tile_stream stream, void **args) {
     const tile_variant *v = &tile_registry[variant];
     const tile_driver *d = tile_driver_get(NULL);
-    if (v->persistent && !all_programs) {
-        const int64_t resident = tile_resident_programs(device, variant);
-        if (programs > resident) programs = resident;
-    }
+    programs = tile_launched_programs(device, variant, programs, all_programs);
     int64_t blocks = programs * v->cluster;
     if (programs < 1 || blocks > INT32_MAX)
         return tile_fail(TILE_STATUS_NOT_SUPPORTED,

@@ -9,8 +9,8 @@
 
 /* A divisor fixed for a call, as a multiplier and a shift (Granlund and Montgomery, "Division
  * by invariant integers using multiplication", 1994): tile_divide. A block's coordinates take
- * four divisions by such divisors, five where a full call walks a head's blocks in a row
- * (tile::attn::walk_divide; perf-notes A30, A57). */
+ * four divisions by such divisors, five where a full call walks a head's blocks in a row,
+ * seven where each head's are turned (tile::attn::walk_divide; perf-notes A30, A57, A60). */
 typedef struct tile_divisor {
     uint32_t divisor, multiplier, shift;
 } tile_divisor;
@@ -66,8 +66,9 @@ typedef struct tile_attention_kernel_args {
                                   * 2: the same, each head's blocks turned (a ragged last one) */
     /* The walk's divisors (program_block_at): a group's units (head_group pairs times the
      * units of a pair), a group's pairs and the last group's, heads_q, heads_q / heads_kv,
-     * m_blocks. */
-    tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv, m_blocks_div;
+     * m_blocks, and the programs launched (gridDim.x: blocks_fastest 2's turn). */
+    tile_divisor group_units, group_pairs, last_group_pairs, heads_q_div, heads_per_kv, m_blocks_div,
+        programs_div;
     float scale;                 /* softmax scale */
     float scale_log2;            /* scale * log2(e): exponents are taken base 2 */
     /* The caller's workspace, or NULL (counter_take, tile_matrix.cuh): the variants that hand

@@ -97,9 +97,10 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     // Blocks come in groups of head_group (batch, head) pairs, every query block of a group
     // before the next group: the K and V the programs in flight read stay in L2. Within a group
     // the longest blocks come first, heads fastest; or with a.blocks_fastest (full calls of
-    // equal blocks, whose order cannot unbalance the walk) head by head, its blocks in a row:
-    // the programs that read one head's K and V at once then run side by side, and L2 serves
-    // them with a fifth fewer reads (perf-notes A57).
+    // equal blocks, whose order cannot unbalance the walk; 2: of a ragged last block on a fixed
+    // walk, each head's blocks turned) head by head, its blocks in a row: the programs that
+    // read one head's K and V at once then run side by side, and L2 serves them with a fifth
+    // fewer reads (perf-notes A57, A60).
     const uint32_t pairs = (uint32_t)a.heads_q * (uint32_t)a.batch, group_pairs = (uint32_t)a.head_group;
     const uint32_t per_unit = a.paired ? (a.m_blocks + 1) / 2 : a.m_blocks; // units of a (batch, head)
     uint32_t unit = (uint32_t)pid, second = 0;
@@ -126,7 +127,7 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
             // give some programs that block every turn (when gridDim.x is a multiple of
             // m_blocks). Each head's blocks turn by the walk's turn at its first block, so a
             // program's block index moves on each turn and the short blocks spread over all.
-            const uint32_t turned = pair * per_unit / gridDim.x;
+            const uint32_t turned = walk_divide<L>(pair * per_unit, a.programs_div); // / gridDim.x
             j += (int32_t)(turned - walk_divide<L>(turned, a.m_blocks_div) * per_unit);
             if (j >= a.m_blocks) j -= a.m_blocks;
         }
@@ -1240,15 +1241,15 @@ __device__ __forceinline__ B ws_own_key_tiles(ws_turns &turns, ws_rings<L> &r, c
     }
 }
 
-// tile_needs_mask for one consumer warpgroup of the warp-specialized kernels: where its rows own
-// their key tiles (ws_own_key_tiles' rule), the causal test from its own first row, 64 x wg
-// below the block's, so a later warpgroup skips the mask on a tile only earlier rows see past
-// (perf-notes A59: +1.7% on head dim 64 causal; the 2-consumer head-128 and head-256 kernels
-// keep the block's test, as A58 measured them slower for a per-warpgroup walk).
+// tile_needs_mask for one consumer warpgroup of the warp-specialized kernels (whole warps: a
+// shuffle): on three consumers whose rows own their key tiles (`ws3`), the causal test from its
+// own first row, 64 x wg below the block's, so a later warpgroup skips the mask on a tile only
+// earlier rows see past (perf-notes A59: +1.7% on head dim 64 causal). The 2-consumer kernels
+// keep the block's test: on them A58 measured a per-warpgroup walk slower, and this unmeasured.
 template <typename L, typename B>
 __device__ __forceinline__ bool ws_tile_needs_mask(const B &k, int32_t n, int32_t causal) {
     static_assert(!folds_rows<B>, "the warp-specialized kernels' rows are a block's queries");
-    if constexpr (64 * (L::WGS - 1) < L::BLOCK_N) return tile_needs_mask<L>(k, n, causal);
+    if constexpr (L::WGS < 3 || 64 * (L::WGS - 1) < L::BLOCK_N) return tile_needs_mask<L>(k, n, causal);
     const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0); // (warp-uniform)
     const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
     return last_key >= k.seq_k || (causal && last_key > k.m0 + 64 * wg + k.diagonal);

@@ -210,6 +210,10 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
             strncmp(kernel_names[k], "attention_", 10)
                 ? -1
                 : ((const tile_attention_kernel_args *)params[0])->blocks_fastest,
+        .walk_programs =
+            strncmp(kernel_names[k], "attention_", 10)
+                ? 0
+                : ((const tile_attention_kernel_args *)params[0])->programs_div.divisor,
         .tensor_maps = last.tensor_maps,
     };
     memcpy(l.maps, last.maps, sizeof l.maps); /* (a running record, as tensor_maps) */

@@ -38,6 +38,8 @@ typedef struct fake_cuda_launch {
     unsigned cluster[3];  /* CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, all 0 when absent */
     int blocks_fastest;   /* an attention kernel's tile_attention_kernel_args.blocks_fastest
                            * (its walk's order, src/attention.c), else -1 */
+    unsigned walk_programs; /* an attention kernel's programs_div.divisor (the programs its
+                             * walk divides by), else 0 */
     int tensor_maps;      /* cuTensorMapEncodeTiled calls so far that succeeded (a running
                            * count, as `count`; kept up to date between launches too) */
     struct {              /* the last FAKE_CUDA_MAPS of them: map i at maps[i % FAKE_CUDA_MAPS] */

@@ -429,6 +429,8 @@ static void test_attention_walk_order(void **state) {
             const int full = persistent && (c == 0 || c == 2);
             const int want = !full ? 0 : a.seqlen_q % bm == 0 ? 1 : 2; /* (no workspace) */
             assert_int_equal(l.blocks_fastest, want);
+            /* the turn divides by the programs launched (A60b): the grid's */
+            if (want == 2) assert_int_equal(l.walk_programs, l.grid[0]);
             in_a_row += want == 1;
             turned += want == 2;
         }

@@ -140,8 +140,8 @@ static void test_attention_walks(void **state) {
     p.block_counter = 0;
     expect_weighed(&p, &d, WS, "runner-up 350.98 us against winner 376.21 us");
     /* the 192-row blocks' warpgroups stop at their own rows' diagonal (ws_own_key_tiles):
-     * predicted faster at 1024 keys here, within the 4% margin of a causal call at 2048 and
-     * 16384 (the diagonal is thin); 1024 queries at the end of 8192 keys (heads in groups of
+     * predicted faster at 1024 and 16384 keys here (16384: the diagonal is thin), within the
+     * 4% margin of a causal call at 2048; 1024 queries at the end of 8192 keys (heads in groups of
      * 8 for L2) go to the 128-row blocks, 5.5% faster, as the grid's own shape, a ragged full
      * call walked turned (perf-notes A60), is better balanced on 192-row blocks than the
      * heads-fastest walk was */
