@@ -434,8 +434,9 @@ TILE_API tile_status tile_grouped_matmul_init(tile_grouped_matmul_args *args,
  * groups too: b_group_stride 0 only with one group), a bias_group_stride < n with a bias and
  * groups > 1, extents that overflow int64; UNSUPPORTED_DTYPE for fp32; NOT_SUPPORTED for n or k
  * above 2^31 - 256; MISALIGNED unless a, b, c and bias are 16-byte aligned and lda, ldc, the B
- * strides other than the unit one and bias_group_stride are multiples of 8 elements (the
- * message names the least aligned argument), or offsets is not 4-byte aligned, or workspace
+ * strides other than the unit one and bias_group_stride are multiples of 8 elements where they
+ * count (a stride over one position does not; the message names the least aligned argument),
+ * or offsets is not 4-byte aligned, or workspace
  * not 8-byte aligned; otherwise as
  * tile_softmax. On sm_90 a call the Hopper tensor-map variants cannot take (total_m above
  * 2^31 - 1, a layout the driver cannot encode as a tensor map) runs on an mma.sync variant.

@@ -1454,6 +1454,15 @@ static void test_attention_workspace(void **state) {
     a = attn_base();
     a.workspace = (void *)(uintptr_t)0x1001;
     check_older_caller(&attn_op, __LINE__, &a, ATTN_V1_SIZE, assert_attn_valid, ": workspace (");
+
+    /* a struct_size ending inside the workspace field (no version's): the field reads as NULL,
+     * not as its first bytes (0x1001 here, MISALIGNED). Valid calls: the invalid count stays. */
+    _Alignas(256) unsigned char partial[sizeof a];
+    for (size_t size = ATTN_V1_SIZE + 1; size % 8; size++) {
+        memcpy(partial, &a, sizeof a);
+        memcpy(partial, &size, sizeof size); /* struct_size comes first */
+        assert_attn_valid(partial);
+    }
 }
 
 /* workspace_bytes (since 0.9.0): 0 (the counter's 64 bytes) or at least 64, and only with a
@@ -1487,6 +1496,17 @@ static void test_attention_workspace_bytes(void **state) {
     memcpy(old, &this_size, sizeof this_size);
     args_expect(&attn_op, __LINE__, "this version's struct_size", A_ALL, old, INV,
                 "but workspace is NULL");
+
+    /* a struct_size ending inside workspace_bytes (no version's): it reads as 0, not as its
+     * first bytes (63 here, refused). Valid calls: the invalid count stays. */
+    a = attn_base();
+    a.workspace = wsbuf;
+    a.workspace_bytes = 63;
+    for (size_t size = old_size + 1; size % 8; size++) {
+        memcpy(old, &a, sizeof a);
+        memcpy(old, &size, sizeof size);
+        assert_attn_valid(old);
+    }
 }
 
 /* tile_flash_attention_workspace_size: the counter's bytes where a call cannot split its keys
@@ -1944,6 +1964,16 @@ static void test_grouped_matmul_workspace(void **state) {
     a = gmm_base();
     a.workspace = (void *)(uintptr_t)0x1001;
     check_older_caller(&gmm_op, __LINE__, &a, GMM_V1_SIZE, assert_gmm_valid, ": workspace (");
+
+    /* a struct_size ending inside the workspace field (no version's): the field reads as NULL
+     * too, not as its first bytes (0x1001 here, MISALIGNED; an aligned remnant would have
+     * reached the kernels as their tile counter). Valid calls: the invalid count stays. */
+    _Alignas(256) unsigned char partial[sizeof a];
+    for (size_t size = GMM_V1_SIZE + 1; size < sizeof a; size++) {
+        memcpy(partial, &a, sizeof a);
+        memcpy(partial, &size, sizeof size); /* struct_size comes first */
+        assert_gmm_valid(partial);
+    }
 }
 
 static tile_status gmm_init(void *args, size_t size) { return tile_grouped_matmul_init(args, size); }
