@@ -154,6 +154,19 @@ static int parse_dtype(const char *s) {
     return -2;
 }
 
+/* Whether `name` is an option that takes a value: the last argument, it is missing its value,
+ * else unknown (tune's own reach parse_options only without their value). */
+static int takes_value(const char *name) {
+    static const char *const names[] = {
+        "--b-layout", "--op",    "--variant", "--dtype",    "--shape",    "--heads-kv",
+        "--seqlen-k", "--arch",  "--align",   "--iters",    "--ld-x",     "--ld-y",
+        "--out",      "--times", "--shapes",  "--min-rows", "--max-rows", "--min-cols",
+        "--max-cols"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, int first, options *o) {
     memset(o, 0, sizeof *o);
     o->dtype = -1;
@@ -168,7 +181,7 @@ static int parse_options(int argc, char **argv, int first, options *o) {
         else if (!strcmp(a, "--fixed-schedule")) o->fixed_schedule = 1;
         else if (!strcmp(a, "--varlen")) o->varlen = o->varlen ? o->varlen : 1;
         else if (!strcmp(a, "--ragged")) o->varlen = 2;
-        else if (!v) return usage("option needs a value");
+        else if (!v) return usage(takes_value(a) ? "option needs a value" : "unknown option");
         else if (!strcmp(a, "--b-layout")) {
             const char *l = argv[++i];
             if (strcmp(l, "kn") && strcmp(l, "nk")) return usage("--b-layout is kn or nk");
@@ -278,7 +291,10 @@ static int attention_args_of(const options *o, void *q, void *k, void *v, void *
     if (a->batch != o->dims[0] || a->heads_q != hq || a->heads_kv != hkv || a->head_dim != d)
         return usage("--shape and --heads-kv take 32-bit batch, heads and head_dim");
     /* the dense layout's batch strides (S x H x D elements) must fit int64 (the library
-     * checks the rest: negative or zero sizes give their status) */
+     * checks the rest: negative or zero sizes give their status, before it reads a stride or
+     * total, so with a negative size those stay 0: their products could overflow) */
+    const int sizes_nonnegative = a->batch >= 0 && hq >= 0 && hkv >= 0 && d >= 0 &&
+                                  a->seqlen_q >= 0 && a->seqlen_k >= 0;
     if ((hq > 0 && d > 0 && a->seqlen_q > INT64_MAX / (hq * d)) ||
         (hkv > 0 && d > 0 && a->seqlen_k > INT64_MAX / (hkv * d)))
         return usage("--shape (or --seqlen-k): a sequence of S x H x D elements past 64 bits");
@@ -286,13 +302,18 @@ static int attention_args_of(const options *o, void *q, void *k, void *v, void *
     a->q_head_stride = a->k_head_stride = a->v_head_stride = a->o_head_stride = d;
     a->q_seq_stride = a->o_seq_stride = hq * d;
     a->k_seq_stride = a->v_seq_stride = hkv * d;
-    a->q_batch_stride = a->o_batch_stride = a->seqlen_q * hq * d;
-    a->k_batch_stride = a->v_batch_stride = a->seqlen_k * hkv * d;
+    if (sizes_nonnegative) {
+        a->q_batch_stride = a->o_batch_stride = a->seqlen_q * hq * d;
+        a->k_batch_stride = a->v_batch_stride = a->seqlen_k * hkv * d;
+    }
     if (o->varlen) {
-        if ((int64_t)a->batch * a->seqlen_q > INT32_MAX || (int64_t)a->batch * a->seqlen_k > INT32_MAX)
+        /* B x S tokens within 32 bits, asked by division: the product can pass 64 bits */
+        if (sizes_nonnegative && a->batch > 0 &&
+            (a->seqlen_q > INT32_MAX / a->batch || a->seqlen_k > INT32_MAX / a->batch))
             return usage("--varlen takes at most 2^31 - 1 tokens");
         a->cu_seqlens_q = cu_q, a->cu_seqlens_k = cu_k;
-        a->total_q = (int64_t)a->batch * a->seqlen_q, a->total_k = (int64_t)a->batch * a->seqlen_k;
+        if (sizes_nonnegative)
+            a->total_q = (int64_t)a->batch * a->seqlen_q, a->total_k = (int64_t)a->batch * a->seqlen_k;
         a->q_batch_stride = a->o_batch_stride = a->k_batch_stride = a->v_batch_stride = 0;
     }
     return 0;
@@ -1093,7 +1114,7 @@ static int cmd_bench(int argc, char **argv) {
     if (op == OP_GROUPED_MATMUL) return bench_grouped_matmul(&o);
     if (o.ndims && o.ndims != 2) return usage("--shape is ROWSxCOLS, e.g. 4096x4096");
     if (o.log_softmax && op == OP_SOFTMAX) op = OP_LOG_SOFTMAX; /* --log, as before */
-    if (o.dtype < 0 || !o.rows) return usage("bench needs --dtype and --shape");
+    if (o.dtype < 0 || !o.ndims) return usage("bench needs --dtype and --shape");
     if (o.rows < 1 || o.cols < 1 || o.rows > ((int64_t)1 << 40) / o.cols)
         return usage("--shape needs rows >= 1 and cols >= 1, at most 2^40 elements");
     if (o.ld_x != o.cols || o.ld_y != o.cols)
@@ -1615,6 +1636,12 @@ static void tune_compute(tune_run *r, cli_op op, int dtype_only, const tune_rang
     free(p);
 }
 
+/* Empties a file opened for appending, as "w" would have: 0, else -1 (errno). A pipe or a
+ * terminal (EINVAL) has nothing to empty. */
+static int empty_file(FILE *f) {
+    return ftruncate(fileno(f), 0) && errno != EINVAL ? -1 : 0;
+}
+
 /* fusedops tune: times every eligible variant of one op over a grid of shapes and writes the
  * winners as a TSV for autotune_results/, or (--verify) checks dispatch on held-out shapes
  * (docs/tuning.md). */
@@ -1626,7 +1653,7 @@ static int cmd_tune(int argc, char **argv) {
     /* --out FILE and --verify are tune's own; the rest are the common options. */
     char *rest[64];
     int nrest = 0;
-    for (int i = 0; i < argc && nrest < 64; i++) {
+    for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out_path = argv[++i];
         else if (!strcmp(argv[i], "--verify")) verify = 1;
         else if (!strcmp(argv[i], "--times") && i + 1 < argc) times_path = argv[++i];
@@ -1641,9 +1668,13 @@ static int cmd_tune(int argc, char **argv) {
             if (parse_number(argv[i + 1], 0, INT64_MAX, bound))
                 return usage("--min-rows, --max-rows, --min-cols and --max-cols are numbers");
             i++;
+        } else if (nrest == (int)(sizeof rest / sizeof *rest)) {
+            return usage("tune: too many options"); /* (not to drop the ones past them) */
         } else rest[nrest++] = argv[i];
     }
     if (parse_options(nrest, rest, 2, &o)) return EXIT_USAGE;
+    if (range.min_rows > range.max_rows || range.min_cols > range.max_cols)
+        return usage("tune: --min-rows above --max-rows, or --min-cols above --max-cols");
     /* the ops tune knows, by their table op (op_info's `table`), and the calls each is timed
      * through (the row-wise ones' passes) */
 #define PASSES(p) p, (int)(sizeof p / sizeof *p)
@@ -1676,7 +1707,8 @@ static int cmd_tune(int argc, char **argv) {
     if (shapes_arg) {
         if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL)
             return usage("tune: --shapes is for softmax, norm and residual_dropout");
-        for (const char *c = shapes_arg; *c;) {
+        /* a shape first and after every comma: "" and "64x64," are no list */
+        for (const char *c = shapes_arg;;) {
             long long rows, cols;
             int used = 0;
             if (nuser == MAX_USER_SHAPES || sscanf(c, "%lldx%lld%n", &rows, &cols, &used) != 2 ||
@@ -1686,20 +1718,29 @@ static int cmd_tune(int argc, char **argv) {
                              "each of at most 2^31 elements");
             user_shapes[nuser][0] = rows;
             user_shapes[nuser++][1] = cols;
-            c += used + (c[used] == ',');
+            if (!c[used]) break;
+            c += used + 1;
         }
     }
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
-    FILE *out = out_path ? fopen(out_path, "w") : stdout;
+    /* Both files are opened (appending) before either is emptied: a --times that cannot be
+     * opened must not cost an existing --out table its lines. */
+    FILE *out = out_path ? fopen(out_path, "a") : stdout;
     if (!out) {
         perror(out_path);
+        support_gpu_close(&gpu);
         return EXIT_USAGE;
     }
-    FILE *times = times_path ? fopen(times_path, "w") : NULL;
-    if (times_path && !times) {
-        perror(times_path);
+    FILE *times = times_path ? fopen(times_path, "a") : NULL;
+    const char *failed = times_path && !times ? times_path
+                         : out != stdout && empty_file(out) ? out_path
+                         : times && empty_file(times) ? times_path
+                         : NULL;
+    if (failed) {
+        perror(failed);
         if (out != stdout) fclose(out);
+        if (times) fclose(times);
         support_gpu_close(&gpu);
         return EXIT_USAGE;
     }

@@ -40,5 +40,36 @@ expect 2 explain attention --dtype bf16 --shape 2x16x1024x128 --seqlen-k 9223372
 expect 2 explain grouped_matmul --dtype bf16 --shape 2x16x4294967296x4294967296 --arch sm_90
 expect 2 explain softmax --dtype bf16 --shape 64x64 --arch sm_90 --bogus 1
 expect 2 tune --min-rows abc
+# varlen's B x S tokens past 64 bits: refused, not wrapped
+expect 2 explain attention --dtype bf16 --shape 2x1x4611686018427387904x1 --varlen --arch sm_90
+expect 2 explain attention --dtype bf16 --shape 2x1x1x1 --seqlen-k 4611686018427387904 --varlen --arch sm_90
+# tune refuses before the GPU: an empty --shapes (not the whole grid), a trailing comma, crossed
+# bounds, and options past the 62 it keeps (not dropped)
+expect 2 tune --shapes ""
+expect 2 tune --shapes 64x64,
+expect 2 tune --min-rows 10 --max-rows 5
+expect 2 tune $(printf -- '--quick %.0s' $(seq 70)) --op bogus
+# where the exit code cannot tell the cause, the message
+expect_message() {
+  local want=$1
+  shift
+  local got
+  got=$("$cli" "$@" 2>&1 > /dev/null | head -n 1)
+  if [ "$got" != "fusedops: $want" ]; then
+    echo "FAIL: fusedops $* said '$got', want 'fusedops: $want'"
+    failed=1
+  fi
+}
+# negative sizes reach the library, whose message comes first, without the command's stride
+# products overflowing (a sanitizer build stops there, also with exit 1)
+expect_message "invalid argument: tile_flash_attention_explain: seqlen_q is -576460752303423488; it must be in [1, 2^31)" \
+  explain attention --dtype bf16 --shape 2x16x-576460752303423488x128 --arch sm_90
+expect_message "invalid argument: tile_flash_attention_explain: heads_kv is -16; it must be >= 1" \
+  explain attention --dtype bf16 --shape 2x-16x576460752303423488x-128 --arch sm_90
+expect_message "unknown option" explain softmax --dtype bf16 --shape 64x64 --arch sm_90 --bogus
+expect_message "unknown option" tune stray
+expect_message "option needs a value" explain softmax --dtype bf16 --shape 64x64 --ld-x
+expect_message "option needs a value" tune --out
+expect_message "--shape needs rows >= 1 and cols >= 1, at most 2^40 elements" bench softmax --dtype f32 --shape 0x64
 if [ "$failed" = 0 ]; then echo "fusedops arguments: all as documented"; fi
 exit "$failed"
