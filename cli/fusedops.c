@@ -594,18 +594,30 @@ static int check_grouped_matmul_variant(const support_gpu *gpu, int32_t index,
     return failures;
 }
 
+/* Whether registry variant i is one `check` was asked for (--variant, --dtype). */
+static int check_selects(const options *o, int32_t i, tile_variant_info *v) {
+    *v = (tile_variant_info){.struct_size = sizeof *v};
+    tile_variant_get(i, v);
+    return !(o->variant && strcmp(o->variant, v->name)) && !(o->dtype >= 0 && (int)v->dtype != o->dtype);
+}
+
 static int cmd_check(int argc, char **argv) {
     options o;
     if (parse_options(argc, argv, 2, &o)) return EXIT_USAGE;
+    /* a selection of no variant would check nothing and pass: a usage error, before the GPU */
+    int selected = 0;
+    for (int32_t i = 0; i < tile_variant_count() && !selected; i++) {
+        tile_variant_info v;
+        selected = check_selects(&o, i, &v);
+    }
+    if (!selected) return usage("check: no variant has that --variant name and --dtype");
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     printf("checking on %s (sm_%d)\n", gpu.name, gpu.arch);
     int variants = 0, failed = 0, cases = 0, skipped = 0;
     for (int32_t i = 0; i < tile_variant_count(); i++) {
-        tile_variant_info v = {.struct_size = sizeof v};
-        tile_variant_get(i, &v);
-        if ((o.variant && strcmp(o.variant, v.name)) || (o.dtype >= 0 && (int)v.dtype != o.dtype))
-            continue;
+        tile_variant_info v;
+        if (!check_selects(&o, i, &v)) continue;
         if (!support_variant_runs_here(&gpu, &v)) {
             skipped++;
             continue;
