@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static tile_driver driver;
 static const tile_driver *driver_loaded;
@@ -14,6 +15,16 @@ static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 
 #define TILE_STR_(x) #x
 #define TILE_STR(x) TILE_STR_(x)
+
+/* An entry point by the name cuda.h gives it. cuda.h of CUDA 12.8 and later names
+ * cuEventElapsedTime_v2 (new in 12.8); drivers 12.0 to 12.7 have only cuEventElapsedTime, of
+ * the same signature. Demanding the new one refused those drivers as "too old" (NO_DEVICE),
+ * though the library itself never times events (the tools do): take the first version. */
+static void *driver_symbol(void *handle, const char *name) {
+    void *f = dlsym(handle, name);
+    if (!f && !strcmp(name, "cuEventElapsedTime_v2")) f = dlsym(handle, "cuEventElapsedTime");
+    return f;
+}
 
 static void driver_load(void) {
     const char *path = getenv("FUSEDOPS_LIBCUDA");
@@ -27,7 +38,7 @@ static void driver_load(void) {
     }
     /* The table's member names are the macro-expanded (versioned) symbol names. */
 #define TILE_DRIVER_LOAD(name)                                                                \
-    driver.name = (__typeof__(driver.name))dlsym(handle, TILE_STR(name));                     \
+    driver.name = (__typeof__(driver.name))driver_symbol(handle, TILE_STR(name));             \
     if (!driver.name) {                                                                       \
         snprintf(driver_failure_buf, sizeof driver_failure_buf,                               \
                  "the CUDA driver in %s is too old: it lacks %s (CUDA 12.0 or newer needed)", \

@@ -505,7 +505,13 @@ tile_status tile_dispatch(const tile_problem *p, tile_decision *decision) {
         if (!strcmp(v->op, p->op) && v->dtype == p->dtype) {
             /* (eligibility refuses arch and shared memory before anything the call asks) */
             if (why == NULL || (strcmp(why, "arch") && strcmp(why, "shared memory"))) arch_ok++;
-            if (why == NULL || !strcmp(why, "alignment")) shape_ok++;
+            /* refused for alignment: the call's shape fits only if the variant takes it once
+             * aligned (alignment is tested before the lean rule and the grid limit) */
+            if (why != NULL && !strcmp(why, "alignment")) {
+                tile_problem aligned = *p;
+                aligned.align = 256; /* (a multiple of every variant's align_bytes) */
+                if (tile_variant_eligible(v, &aligned, NULL)) shape_ok++;
+            }
         }
     }
     decision->variant = -1;

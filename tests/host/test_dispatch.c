@@ -288,6 +288,16 @@ static void test_row_grid_limit(void **state) {
     assert_string_equal(why, "grid");
     assert_int_equal(tile_check_variant("test", r16, &p), TILE_STATUS_NOT_SUPPORTED);
     assert_non_null(strstr(tile_last_error(), "past the grid limit"));
+    /* 2^40 rows no sm_80 norm variant launches, aligned or not: NOT_SUPPORTED whatever the
+     * alignment (a misaligned call answered MISALIGNED, as if aligning would let it run) */
+    for (int32_t align = 2; align <= 16; align *= 8) {
+        tile_decision d = new_decision();
+        assert_int_equal(tile_norm_explain(TILE_DTYPE_F16, (int64_t)1 << 40, 64, 64, 64, align, 80,
+                                           &d),
+                         TILE_STATUS_NOT_SUPPORTED);
+        assert_non_null(strstr(tile_last_error(), "variant covers"));
+    }
+    /* (where aligning would let a variant run, MISALIGNED: test_pointer_alignment) */
 }
 
 static void test_old_arch_mismatch(void **state) {

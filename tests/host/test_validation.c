@@ -806,6 +806,18 @@ static void test_add_norm_explain(void **state) {
     assert_int_equal(memcmp(&d, &copy, sizeof d), 0);
     assert_norm_untouched();
 
+    /* the in-place forms docs/api.md lists, one stride each: accepted (y == residual with a
+     * norm too: every norm kernel reads a row's residual before the row statistics that its
+     * y waits for) */
+    const int aliases[] = {S_IS_X, S_IS_R, Y_IS_X, Y_IS_R};
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+        norm_spec c = norm_base();
+        c.alias = aliases[i];
+        a = norm_args_of(&c);
+        assert_int_equal(tile_add_norm_explain(&a, 90, &d), TILE_STATUS_SUCCESS);
+        assert_string_equal(tile_last_error(), "");
+    }
+
     const int64_t widths[] = {8, 1000, 4096, 65536, 1000003};
     for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
         for (int32_t arch = 80; arch <= 90; arch += 10) {
