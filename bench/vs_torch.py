@@ -1841,7 +1841,11 @@ def main():
         "forced_variant": args.variant, "reps": args.reps,  # null: per op (each result's reps)
         "timing": "median over reps of (CUDA-event time of a batch of launches) / batch, "
                   "after a sleep kernel that lets the host enqueue the batch; inputs rotated "
-                  "over copies >= max(256 MiB, 3 x L2)",
+                  "over copies >= max(256 MiB, 3 x L2) (at most 8). attention, grouped_matmul: "
+                  f"steady state instead ({STEADY_WARMUP_MS:g} ms untimed, then the median of "
+                  f"{STEADY_BATCHES} back-to-back batches of about {STEADY_BATCH_MS:g} ms, no "
+                  f"sleep; each result's reps unused), median over {COMPUTE_ROUNDS} rotated "
+                  "rounds",
         "peer_outputs": args.peer_outputs,  # rotate: every provider writes fresh outputs
         # ours only: on sm_90 back-to-back launches overlap unless FUSEDOPS_PDL=0 (docs/api.md)
         "fusedops_pdl": os.environ.get("FUSEDOPS_PDL", ""),
