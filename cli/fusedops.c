@@ -598,7 +598,8 @@ static int check_grouped_matmul_variant(const support_gpu *gpu, int32_t index,
 static int check_selects(const options *o, int32_t i, tile_variant_info *v) {
     *v = (tile_variant_info){.struct_size = sizeof *v};
     tile_variant_get(i, v);
-    return !(o->variant && strcmp(o->variant, v->name)) && !(o->dtype >= 0 && (int)v->dtype != o->dtype);
+    return !(o->variant && strcmp(o->variant, v->name)) &&
+           !(o->dtype >= 0 && (int)v->dtype != o->dtype);
 }
 
 static int cmd_check(int argc, char **argv) {
@@ -1719,11 +1720,13 @@ static int cmd_tune(int argc, char **argv) {
     if (shapes_arg) {
         if (op == OP_ATTENTION || op == OP_GROUPED_MATMUL)
             return usage("tune: --shapes is for softmax, norm and residual_dropout");
-        /* a shape first and after every comma: "" and "64x64," are no list */
+        /* a shape first and after every comma: "" and "64x64," are no list; numbers of at
+         * most 18 digits (a longer one fails the match: sscanf's overflow is undefined) */
         for (const char *c = shapes_arg;;) {
             long long rows, cols;
             int used = 0;
-            if (nuser == MAX_USER_SHAPES || sscanf(c, "%lldx%lld%n", &rows, &cols, &used) != 2 ||
+            if (nuser == MAX_USER_SHAPES ||
+                sscanf(c, "%18lldx%18lld%n", &rows, &cols, &used) != 2 ||
                 rows < 1 || cols < 1 || rows > ((long long)1 << 31) / cols ||
                 (c[used] != ',' && c[used] != '\0'))
                 return usage("tune: --shapes takes up to 256 ROWSxCOLS, comma-separated, "
