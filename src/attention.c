@@ -20,6 +20,11 @@ static const char attention_op[] = "attention";
 /* The fields of tile_flash_attention_args as version 1 defined them. */
 #define TILE_FLASH_ATTENTION_ARGS_V1_SIZE \
     (offsetof(tile_flash_attention_args, lse) + sizeof(float *))
+/* tile_copy_versioned copies whole 8-byte words: every version's size must be a multiple */
+_Static_assert(TILE_FLASH_ATTENTION_ARGS_V1_SIZE % 8 == 0 &&
+                   offsetof(tile_flash_attention_args, workspace_bytes) % 8 == 0 &&
+                   sizeof(tile_flash_attention_args) % 8 == 0,
+               "tile_flash_attention_args' versions end on 8-byte words");
 
 tile_status tile_flash_attention_init(tile_flash_attention_args *args, size_t struct_size) {
     tile_begin_call();

@@ -11,6 +11,10 @@ static const char grouped_matmul_op[] = "grouped_matmul";
 /* The fields of tile_grouped_matmul_args as version 1 defined them. */
 #define TILE_GROUPED_MATMUL_ARGS_V1_SIZE \
     (offsetof(tile_grouped_matmul_args, offsets) + sizeof(const int32_t *))
+/* tile_copy_versioned copies whole 8-byte words: every version's size must be a multiple */
+_Static_assert(TILE_GROUPED_MATMUL_ARGS_V1_SIZE % 8 == 0 &&
+                   sizeof(tile_grouped_matmul_args) % 8 == 0,
+               "tile_grouped_matmul_args' versions end on 8-byte words");
 
 /* Largest group count: the kernels keep one int32 row end per group, searched per tile. */
 #define TILE_GROUPED_MATMUL_MAX_GROUPS 65536

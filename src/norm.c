@@ -13,6 +13,9 @@ static const char residual_dropout_table[] = "residual_dropout"; /* a table op: 
 /* The fields of tile_add_norm_args as version 1 defined them (callers compiled against v1 pass
  * this size, and keep working when fields are appended). */
 #define TILE_ADD_NORM_ARGS_V1_SIZE (offsetof(tile_add_norm_args, rstd) + sizeof(float *))
+/* tile_copy_versioned copies whole 8-byte words: every version's size must be a multiple */
+_Static_assert(TILE_ADD_NORM_ARGS_V1_SIZE % 8 == 0 && sizeof(tile_add_norm_args) % 8 == 0,
+               "tile_add_norm_args' versions end on 8-byte words");
 
 /* Which operands an entry point takes, and the names its caller knows them by (messages name
  * the caller's arguments: tile_residual_dropout's y is the kernels' s, tile_layernorm's bias

@@ -118,9 +118,10 @@ tile_status tile_copy_versioned(const char *fn, const void *args, size_t v1_size
                          "%s: args->struct_size is %zu; set it to sizeof(%s) (%zu)", fn,
                          struct_size, type, size);
     memset(out, 0, size);
-    /* Every version's size is a multiple of 8 (the structs hold 8-byte members), so a
-     * struct_size between two ends inside a field: that field reads as zero, as one past the
-     * struct does, not as its first bytes (a workspace address's low bytes). */
+    /* Every version's size is a multiple of 8 (the structs hold 8-byte members; asserted where
+     * each is defined), so a struct_size between two ends inside a field: that field reads as
+     * zero, as one past the struct does, not as its first bytes (a workspace address's low
+     * bytes). */
     const size_t whole = (struct_size < size ? struct_size : size) / 8 * 8;
     memcpy(out, args, whole);
     return TILE_STATUS_SUCCESS;

@@ -928,10 +928,7 @@ int64_t support_attention_run(const support_gpu *gpu, const support_attention_ca
         support_attention_tolerance(dt, 1, &latol, &lrtol);
         const int64_t rows = (int64_t)c->heads_q * tq * (c->varlen ? 1 : nb);
         const double work = (double)rows * (double)c->seqlen_k * hd;
-        /* at most every 63rd row: every tile of 64 rows or more meets the reference, at a row that
-     * moves through the tile's positions */
-    int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
-    if (step > 63) step = 63;
+        const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
         int64_t row = 0;
         /* the counters stay zeroed; past them the key splits' shares are scratch */
         const size_t counted = a.workspace_bytes < TILE_FLASH_ATTENTION_WORKSPACE_ZEROED_BYTES
@@ -1195,7 +1192,10 @@ int64_t support_grouped_matmul_check(const support_gpu *gpu,
     tile_grouped_matmul_args ref = *a;
     ref.a = p->a, ref.b = p->b, ref.bias = a->bias ? p->bias : NULL, ref.offsets = p->ends;
     const double work = (double)M * (double)N * (double)K;
-    const int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
+    /* at most every 63rd row: every tile of 64 rows or more meets the reference, at a row that
+     * moves through the tile's positions */
+    int64_t step = work <= (double)(1 << 26) ? 1 : (int64_t)(work / (1 << 26)) + 1;
+    if (step > 63) step = 63;
     /* the group ends as the kernels clamp them */
     int64_t *ends = support_xmalloc((size_t)a->groups * sizeof *ends);
     for (int64_t g = 0, begin = 0; g < a->groups; g++) {

@@ -47,7 +47,7 @@ expect 2 explain attention --dtype bf16 --shape 2x1x1x1 --seqlen-k 4611686018427
 expect 2 check --variant no_such_variant
 expect 2 check --variant attention_bf16_d64_m192_n128_s2_ws_sm90 --dtype f16
 # tune refuses before the GPU: an empty --shapes (not the whole grid), a trailing comma, crossed
-# bounds, and options past the 64 it keeps (not dropped)
+# bounds, and words past the 62 it keeps (not dropped)
 expect 2 tune --shapes ""
 expect 2 tune --shapes 64x64,
 expect 2 tune --min-rows 10 --max-rows 5

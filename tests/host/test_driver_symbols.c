@@ -2,9 +2,10 @@
  * symbols they export. The library loads fake_cuda (FUSEDOPS_LIBCUDA), and this program
  * interposes dlsym, which the library resolves the entry points with, to play a driver that
  * lacks some of them. The driver is loaded once per process, so each case runs in a child of
- * its own, forked before this process ever calls the library. Under AddressSanitizer or
- * ThreadSanitizer the cases are skipped: their runtimes look up functions with dlsym(RTLD_NEXT)
- * before main, which an interposed dlsym cannot pass on (RTLD_NEXT goes by the caller). */
+ * its own, forked before this process ever calls the library. The cases are skipped with
+ * cuda.h before 12.8 (below), and under AddressSanitizer or ThreadSanitizer, whose runtimes
+ * look up functions with dlsym(RTLD_NEXT) before main, which an interposed dlsym cannot pass on
+ * (RTLD_NEXT goes by the caller). */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,9 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cuda.h>
+
 #include "fusedops.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/* The cases play drivers against the names cuda.h of CUDA 12.8 and later gives (before it,
+ * cuEventElapsedTime has no _v2 and there is nothing to fall back from). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || CUDA_VERSION < 12080
 #define INTERPOSED 0
 #else
 #define INTERPOSED 1
