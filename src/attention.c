@@ -592,9 +592,10 @@ static double walk_span(const tile_variant *v, const walk_shape *s, int64_t resi
             for (int64_t j = 0; j < m_blocks; j++)
                 load[(pair * m_blocks + j) % programs] += work[(j + turn) % m_blocks];
         }
+        double busiest = 0.0;
         for (int64_t i = 0; i < programs; i++)
-            if (load[i] > longest) longest = load[i];
-        return longest;
+            if (load[i] > busiest) busiest = load[i];
+        return busiest;
     }
     int64_t position = 0; /* the walk's, mod programs for the fixed walk */
     for (int64_t g = 0; g < groups; g++) {

@@ -228,11 +228,18 @@ template <typename B> __device__ __forceinline__ int32_t first_query(const B &k)
     if constexpr (folds_rows<B>) return k.first_query;
     return k.m0;
 }
+// Whether key tile n has keys past the sequence or, causal, above the diagonal of a row at
+// first_row or later.
+template <typename L, typename B>
+__device__ __forceinline__ bool key_tile_masked(const B &k, int32_t n, int32_t first_row,
+                                                int32_t causal) {
+    const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
+    return last_key >= k.seq_k || (causal && last_key > first_row + k.diagonal);
+}
 // Whether key tile n has elements outside the sequence or above the causal diagonal.
 template <typename L, typename B>
 __device__ __forceinline__ bool tile_needs_mask(const B &k, int32_t n, int32_t causal) {
-    const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
-    return last_key >= k.seq_k || (causal && last_key > first_query(k) + k.diagonal);
+    return key_tile_masked<L>(k, n, first_query(k), causal);
 }
 
 // Query row `row` of block k: its offset in q, o or lse, whose queries lie `seq` and whose
@@ -1251,8 +1258,7 @@ __device__ __forceinline__ bool ws_tile_needs_mask(const B &k, int32_t n, int32_
     static_assert(!folds_rows<B>, "the warp-specialized kernels' rows are a block's queries");
     if constexpr (L::WGS < 3 || 64 * (L::WGS - 1) < L::BLOCK_N) return tile_needs_mask<L>(k, n, causal);
     const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0); // (warp-uniform)
-    const int32_t last_key = n * L::BLOCK_N + L::BLOCK_N - 1;
-    return last_key >= k.seq_k || (causal && last_key > k.m0 + 64 * wg + k.diagonal);
+    return key_tile_masked<L>(k, n, k.m0 + 64 * wg, causal);
 }
 
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout

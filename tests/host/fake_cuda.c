@@ -196,6 +196,9 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
     const int k = kernel_index(f);
     if (k < 0) return CUDA_ERROR_INVALID_HANDLE;
     if (!config || !params || extra) return CUDA_ERROR_INVALID_VALUE;
+    /* (the attention kernels take their argument block as their one parameter) */
+    const tile_attention_kernel_args *attention =
+        strncmp(kernel_names[k], "attention_", 10) ? NULL : params[0];
     fake_cuda_launch l = {
         .count = last.count + 1,
         .kernel = kernel_names[k],
@@ -205,15 +208,8 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         .stream = config->hStream,
         .num_attrs = config->numAttrs,
         .pdl = -1,
-        /* (the attention kernels take their argument block as their one parameter) */
-        .blocks_fastest =
-            strncmp(kernel_names[k], "attention_", 10)
-                ? -1
-                : ((const tile_attention_kernel_args *)params[0])->blocks_fastest,
-        .walk_programs =
-            strncmp(kernel_names[k], "attention_", 10)
-                ? 0
-                : ((const tile_attention_kernel_args *)params[0])->programs_div.divisor,
+        .blocks_fastest = attention ? attention->blocks_fastest : -1,
+        .walk_programs = attention ? attention->programs_div.divisor : 0,
         .tensor_maps = last.tensor_maps,
     };
     memcpy(l.maps, last.maps, sizeof l.maps); /* (a running record, as tensor_maps) */
