@@ -68,8 +68,6 @@ template <int BM_, int BN_, int STAGES_, int SLOTS_ = 2> struct ws_layout {
     __device__ static int consumer_wg() { return threadIdx.x / 128 - 1; }
     __device__ static int warp_row0() { return (threadIdx.x / 32 - 4) * 16; }
     __device__ static int warp_col0() { return 0; }
-    // byte offset of the consumer's 64 rows in an A stage (rows of 128 bytes)
-    __device__ static uint32_t a_offset() { return consumer_wg() * 64 * 128; }
     static_assert(SLOTS == 2 || SLOTS == WG_COLS / 64, "two slots by turns, or one a pass");
     static_assert(BM == 128 && STAGES >= 2 && WG_COLS % 128 == 0 && WG_COLS <= 256,
                   "64-row warpgroups, wgmma N of 128 or 256 (the epilogue's passes of 64 columns come in pairs)");
@@ -231,6 +229,10 @@ __device__ __forceinline__ bool is_half_tile(const tile_gemm_kernel_args &a, con
 // ------------------------------------------------------------------------------ tiles
 template <typename L, typename T> struct smem_tiles {
     unsigned char *base; // STAGES stages of [A tile | B tile]
+    // wgmma consumers: base as a shared-memory address, and the byte offset of this
+    // warpgroup's 64 rows in an A stage (rows of 128 bytes; a k-tile's descriptors then cost
+    // adds of warp-uniform values, kept in uniform registers: perf-notes G27)
+    uint32_t shared, wg_a_offset;
     __device__ T *a(int stage) const { return reinterpret_cast<T *>(base + stage * L::STAGE_BYTES); }
     __device__ unsigned char *staging(int consumer) const {
         return base + L::STAGES * L::STAGE_BYTES + consumer * L::STAGING_BYTES;
@@ -242,9 +244,18 @@ template <typename L, typename T> struct smem_tiles {
 };
 template <typename L, typename T> __device__ __forceinline__ smem_tiles<L, T> shared_tiles() {
     extern __shared__ __align__(16) unsigned char tile_dynamic_smem[];
-    uintptr_t base = (uintptr_t)tile_dynamic_smem;
-    if (L::WGMMA) base = (base + 1023) & ~(uintptr_t)1023; // swizzle atoms on 1024-byte boundaries
-    return smem_tiles<L, T>{reinterpret_cast<unsigned char *>(base)};
+    if constexpr (!L::WGMMA) {
+        return smem_tiles<L, T>{tile_dynamic_smem, 0, 0};
+    } else {
+        // Swizzle atoms on 1024-byte boundaries. Aligned as a shared-memory address, taken from
+        // the array itself: a constant to the compiler, so the loops that need it (the
+        // products' descriptors) recompute it for free rather than hold it (perf-notes G27).
+        const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile_dynamic_smem);
+        const uint32_t shared = (at + 1023) & ~1023u;
+        // the warpgroup's number broadcast from lane 0, so the compiler knows it warp-uniform
+        const uint32_t wg = (uint32_t)__shfl_sync(0xffffffffu, L::consumer_wg(), 0);
+        return smem_tiles<L, T>{tile_dynamic_smem + (shared - at), shared, wg * 64 * 128};
+    }
 }
 
 // Starts copying a ROWS x (CHUNKS * 8) tile of a row-major matrix (row stride ld) whose valid
@@ -358,12 +369,13 @@ __device__ __forceinline__ void wg_k_tile(accumulator<L> &c, const smem_tiles<L,
                                           int accumulate) {
 #if TILE_HAS_WGMMA
     constexpr int N = HALF ? L::WG_COLS / 2 : L::WG_COLS;
+    const uint32_t as = t.shared + stage * L::STAGE_BYTES + (HALF ? 0 : t.wg_a_offset);
     // a half's first column, N, starts N * 128 bytes into B's stage either way: K-major, rows
-    // of 64 k (128 bytes a column); N-major, 64-column blocks of 64 k-rows (8 KB a block)
-    const unsigned char *as = reinterpret_cast<const unsigned char *>(t.a(stage)) + (HALF ? 0 : L::a_offset());
-    const unsigned char *bs = reinterpret_cast<const unsigned char *>(t.b(stage)) + (HALF ? L::consumer_wg() * N * 128 : 0);
-    const uint64_t ad = wg_desc(as, 16, 1024);
-    const uint64_t bd = B_KMAJOR ? wg_desc(bs, 16, 1024) : wg_desc(bs, L::BK * 128, 1024);
+    // of 64 k (128 bytes a column); N-major, 64-column blocks of 64 k-rows (8 KB a block); the
+    // warpgroup's number times that is its A offset times N / 64 (one register fewer held)
+    const uint32_t bs = t.shared + stage * L::STAGE_BYTES + L::A_BYTES + (HALF ? t.wg_a_offset * (N / 64) : 0);
+    const uint64_t ad = wg_desc_shared(as, 16, 1024);
+    const uint64_t bd = B_KMAJOR ? wg_desc_shared(bs, 16, 1024) : wg_desc_shared(bs, L::BK * 128, 1024);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < L::BK / 16; kk++) {
@@ -473,7 +485,7 @@ __device__ __forceinline__ void produce_end(pipeline<L> &p, const tile_gemm_kern
 template <typename L>
 __device__ __forceinline__ bool scheduler_handed(scheduler &s, const tile_gemm_kernel_args &a,
                                                  const pipeline<L> &p, tile_pos &pos) {
-    mbarrier_wait(&p.full[p.stage], p.phase); // consume_k_tile's wait then returns at once
+    mbarrier_wait_at(p.full_of(p.stage), p.phase); // consume_k_tile's wait then returns at once
     // Lane 0 alone reads the number: its arrival on the stage's empty barrier (a release of its
     // own accesses only) is what orders the read before the producer's next write there.
     int64_t number = 0;
@@ -493,7 +505,7 @@ template <typename L, typename T>
 __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c,
                                                const smem_tiles<L, T> &t, bool b_kmajor, bool half,
                                                int &held) {
-    mbarrier_wait(&p.full[p.stage], p.phase);
+    mbarrier_wait_at(p.full_of(p.stage), p.phase);
     const int accumulate = held >= 0;
     if (half) {
         if (b_kmajor) wg_k_tile<L, T, true, true>(c, t, p.stage, accumulate);
@@ -503,7 +515,7 @@ __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c
         else wg_k_tile<L, T, false, false>(c, t, p.stage, accumulate);
     }
     wg_wait_groups<1>();
-    if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
+    if (held >= 0 && lane_id() == 0) mbarrier_arrive_at(p.empty_of(held));
     held = p.stage;
     p.advance();
 }
@@ -511,7 +523,7 @@ __device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c
 template <typename L>
 __device__ __forceinline__ void consume_finish(pipeline<L> &p, accumulator<L> &c, int &held) {
     products_finish<L>(c);
-    if (held >= 0 && lane_id() == 0) mbarrier_arrive(&p.empty[held]);
+    if (held >= 0 && lane_id() == 0) mbarrier_arrive_at(p.empty_of(held));
     held = -1;
 }
 

@@ -140,11 +140,15 @@ __device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
     return (uint32_t)((c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
-// Matrix descriptor of a swizzled tile at `p`: 128-byte swizzle; lbo and sbo in bytes.
-__device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_t sbo) {
-    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
+// Matrix descriptor of a swizzled tile at shared-memory address `addr`: 128-byte swizzle; lbo
+// and sbo in bytes.
+__device__ __forceinline__ uint64_t wg_desc_shared(uint32_t addr, uint32_t lbo, uint32_t sbo) {
     return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
            (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | (uint64_t)1 << 62;
+}
+// The same of a tile at `p`, a generic pointer into shared memory.
+__device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_t sbo) {
+    return wg_desc_shared((uint32_t)__cvta_generic_to_shared(p), lbo, sbo);
 }
 
 // The descriptor of the tile `bytes` past the one `d` describes (same strides): the start
@@ -197,9 +201,10 @@ __device__ __forceinline__ void mbarrier_init_fence() {
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void mbarrier_wait(uint64_t *bar, uint32_t parity) {
+// (The _at forms take the barrier's shared-memory address, made once by a caller whose loop
+// would otherwise convert a generic pointer every pass: perf-notes G27.)
+__device__ __forceinline__ void mbarrier_wait_at(uint32_t addr, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(bar);
     uint32_t done;
     do {
         asm volatile("{\n\t.reg .pred p;\n\t"
@@ -210,16 +215,21 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t *bar, uint32_t parity) {
                      : "memory");
     } while (!done);
 #else
-    (void)bar, (void)parity;
+    (void)addr, (void)parity;
+#endif
+}
+__device__ __forceinline__ void mbarrier_wait(uint64_t *bar, uint32_t parity) {
+    mbarrier_wait_at((uint32_t)__cvta_generic_to_shared(bar), parity);
+}
+__device__ __forceinline__ void mbarrier_arrive_at(uint32_t addr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr) : "memory");
+#else
+    (void)addr;
 #endif
 }
 __device__ __forceinline__ void mbarrier_arrive(uint64_t *bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"((uint32_t)__cvta_generic_to_shared(bar))
-                 : "memory");
-#else
-    (void)bar;
-#endif
+    mbarrier_arrive_at((uint32_t)__cvta_generic_to_shared(bar));
 }
 // One arrival that also announces `bytes` of copies completing on the barrier's phase.
 __device__ __forceinline__ void mbarrier_expect_bytes(uint64_t *bar, uint32_t bytes) {
@@ -335,6 +345,12 @@ template <int STAGES> struct stage_ring {
     uint64_t *full, *empty;
     int stage, released;
     uint32_t phase;
+    // full[0] as a shared-memory address (empty[0] lies STAGES * 8 bytes on), taken from the
+    // barrier array itself: a constant to the compiler, so a loop's waits and hand-backs by
+    // full_of / empty_of convert no pointer (perf-notes G27)
+    uint32_t full_at;
+    __device__ uint32_t full_of(int s) const { return full_at + s * 8; }
+    __device__ uint32_t empty_of(int s) const { return full_at + (STAGES + s) * 8; }
     __device__ void advance() {
         if (++stage == STAGES) {
             stage = 0;
@@ -377,7 +393,7 @@ __device__ __forceinline__ stage_ring<STAGES> stage_ring_start() {
         mbarrier_init_fence();
     }
     __syncthreads();
-    return stage_ring<STAGES>{barriers, barriers + STAGES, 0, 0, 0};
+    return stage_ring<STAGES>{barriers, barriers + STAGES, 0, 0, 0, (uint32_t)__cvta_generic_to_shared(barriers)};
 }
 
 // A caller's zeroed work counter (64-byte workspaces: [0] numbers taken past the grid's first,
