@@ -247,9 +247,10 @@ template <typename L, typename T> __device__ __forceinline__ smem_tiles<L, T> sh
     if constexpr (!L::WGMMA) {
         return smem_tiles<L, T>{tile_dynamic_smem, 0, 0};
     } else {
-        // Swizzle atoms on 1024-byte boundaries. Aligned as a shared-memory address, taken from
-        // the array itself: a constant to the compiler, so the loops that need it (the
-        // products' descriptors) recompute it for free rather than hold it (perf-notes G27).
+        // Swizzle atoms on 1024-byte boundaries. Aligned as a shared-memory address taken from
+        // the array itself (the program's cluster rank and a fixed offset), which the k-loop,
+        // short of registers, rebuilds in a few 32-bit instructions, not from a 64-bit generic
+        // pointer (perf-notes G27).
         const uint32_t at = (uint32_t)__cvta_generic_to_shared(tile_dynamic_smem);
         const uint32_t shared = (at + 1023) & ~1023u;
         // the warpgroup's number broadcast from lane 0, so the compiler knows it warp-uniform

@@ -346,8 +346,8 @@ template <int STAGES> struct stage_ring {
     int stage, released;
     uint32_t phase;
     // full[0] as a shared-memory address (empty[0] lies STAGES * 8 bytes on), taken from the
-    // barrier array itself: a constant to the compiler, so a loop's waits and hand-backs by
-    // full_of / empty_of convert no pointer (perf-notes G27)
+    // barrier array itself (the program's cluster rank and a fixed offset), so a loop's waits
+    // and hand-backs by full_of / empty_of convert no generic pointer (perf-notes G27)
     uint32_t full_at;
     __device__ uint32_t full_of(int s) const { return full_at + s * 8; }
     __device__ uint32_t empty_of(int s) const { return full_at + (STAGES + s) * 8; }
