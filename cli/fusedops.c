@@ -391,12 +391,12 @@ static int cmd_explain(int argc, char **argv) {
         return usage("--align is a power of two (bytes)");
     }
     tile_decision d = {.struct_size = sizeof d};
-    if (o.arch == 0) {
-        support_gpu gpu;
-        if (open_gpu(&gpu)) {
-            fprintf(stderr, "fusedops: give --arch sm_NN to explain for a GPU that is not here\n");
-            return EXIT_NO_GPU;
-        }
+    /* Explaining for this GPU needs its context current through the call; none is opened
+     * for a named arch (closing it then does nothing). */
+    support_gpu gpu = {.drv = NULL};
+    if (o.arch == 0 && open_gpu(&gpu)) {
+        fprintf(stderr, "fusedops: give --arch sm_NN to explain for a GPU that is not here\n");
+        return EXIT_NO_GPU;
     }
     tile_status s;
     if (op == OP_ATTENTION) {
@@ -407,6 +407,7 @@ static int cmd_explain(int argc, char **argv) {
         s = explain_rowwise_op((cli_op)op, (tile_dtype)o.dtype, o.rows, o.cols, o.ld_y, o.ld_x,
                                o.align, o.arch, &d);
     }
+    support_gpu_close(&gpu);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
         return EXIT_CHECK_FAILED;

@@ -24,6 +24,7 @@
     X(cuCtxSynchronize)          \
     X(cuLibraryLoadData)         \
     X(cuLibraryGetKernel)        \
+    X(cuLibraryUnload)           \
     X(cuKernelSetAttribute)      \
     X(cuKernelGetAttribute)      \
     X(cuKernelGetFunction)       \

@@ -27,6 +27,21 @@ typedef struct device_slot {
 static device_slot slots[TILE_MAX_DEVICES];
 static pthread_mutex_t device_setup_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A load that failed after cuLibraryLoadData succeeded holds nothing: the failure is
+ * permanent for the process, so the library and the kernel table would never be used. The
+ * first failure's status and message stay; a failed unload only adds to the message. */
+static void library_unload_after_failure(const tile_driver *d) {
+    free(kernels);
+    kernels = NULL;
+    const CUresult r = d->cuLibraryUnload(library);
+    library = NULL;
+    if (r != CUDA_SUCCESS) {
+        const size_t used = strlen(library_message);
+        snprintf(library_message + used, sizeof library_message - used,
+                 "; cuLibraryUnload then failed with %s", tile_driver_error_name(r));
+    }
+}
+
 static void library_load(void) {
     const char *why = NULL;
     const tile_driver *d = tile_driver_get(&why);
@@ -52,6 +67,7 @@ static void library_load(void) {
     if (!kernels) {
         library_status = TILE_STATUS_INTERNAL;
         snprintf(library_message, sizeof library_message, "out of host memory");
+        library_unload_after_failure(d);
         return;
     }
     for (int32_t i = 0; i < tile_registry_count; i++) {
@@ -61,6 +77,7 @@ static void library_load(void) {
             snprintf(library_message, sizeof library_message,
                      "kernel %s is in the registry but not in the fatbinary (%s)",
                      tile_registry[i].name, tile_driver_error_name(r));
+            library_unload_after_failure(d);
             return;
         }
     }

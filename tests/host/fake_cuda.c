@@ -4,7 +4,9 @@
  * enough for a call to pass device setup, dispatch and launch. cuLaunchKernelEx runs nothing;
  * it records what it was given. cuTensorMapEncodeTiled (the warp-specialized attention and
  * grouped matmul variants encode maps on the host before their launch) checks its arguments
- * against the driver's documented limits, zeroes the map and counts it (fake_cuda.h). Memory,
+ * against the driver's documented limits, zeroes the map and counts it (fake_cuda.h). It
+ * counts library loads and unloads, and primary context references, which a program must
+ * give back before it exits (fake_cuda.h). Memory,
  * streams, graphs and events answer CUDA_ERROR_NOT_SUPPORTED: no call of the tests reaches
  * them (nothing is read or written on the "device"), and a test that needs them should fail
  * loudly rather than pass on a pretence.
@@ -23,7 +25,8 @@
 #include "fake_cuda.h"
 
 /* The GPU, read from the environment by cuInit (fake_cuda.h). */
-static int cc = 90, driver_version = 13000, ptx_version = 90, ptx_fails;
+static int cc = 90, driver_version = 13000, ptx_version = 90, ptx_fails, unload_fails;
+static const char *missing_kernel; /* FAKE_CUDA_MISSING_KERNEL */
 
 /* A kernel handle is the address of its slot here; the slot keeps the name the library looked
  * it up by (a string in the library's registry, which outlives this process's calls). */
@@ -32,6 +35,8 @@ static const char *kernel_names[MAX_KERNELS];
 static int kernel_count;
 
 static fake_cuda_launch last;
+static fake_cuda_library library_record;
+static int primary_contexts_retained; /* references not yet released */
 
 static char library_image, context; /* their addresses are the CUlibrary and CUcontext */
 
@@ -58,6 +63,17 @@ __attribute__((used)) static const tile_driver entry_points = {
 fake_cuda_last_launch_fn fake_cuda_last_launch;
 void fake_cuda_last_launch(fake_cuda_launch *out) { *out = last; }
 
+fake_cuda_library_fn fake_cuda_library_calls;
+void fake_cuda_library_calls(fake_cuda_library *out) { *out = library_record; }
+
+/* A program that exits still holding a primary context it retained leaked it (fake_cuda.h):
+ * said on stderr, where a test of that program looks. */
+__attribute__((destructor)) static void report_retained_contexts(void) {
+    if (primary_contexts_retained > 0)
+        fprintf(stderr, FAKE_CUDA_RETAINED_AT_EXIT ": %d reference(s)\n",
+                primary_contexts_retained);
+}
+
 /* ---------------------------------------------------------------- what a call goes through */
 
 CUresult CUDAAPI cuInit(unsigned int flags) {
@@ -67,6 +83,9 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
     const char *ptx = getenv("FAKE_CUDA_PTX");
     ptx_fails = ptx && !strcmp(ptx, "fail");
     ptx_version = env_int("FAKE_CUDA_PTX", cc);
+    missing_kernel = getenv("FAKE_CUDA_MISSING_KERNEL");
+    const char *unload = getenv("FAKE_CUDA_UNLOAD");
+    unload_fails = unload && !strcmp(unload, "fail");
     return CUDA_SUCCESS;
 }
 
@@ -78,6 +97,7 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char **name) {
     case CUDA_ERROR_INVALID_DEVICE: *name = "CUDA_ERROR_INVALID_DEVICE"; return CUDA_SUCCESS;
     case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; return CUDA_SUCCESS;
     case CUDA_ERROR_NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; return CUDA_SUCCESS;
     default: *name = NULL; return CUDA_ERROR_INVALID_VALUE; /* as the driver's, for others */
     }
 }
@@ -121,10 +141,14 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUd
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
     if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
     *ctx = (CUcontext)(void *)&context;
+    primary_contexts_retained++;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (primary_contexts_retained == 0) return CUDA_ERROR_INVALID_CONTEXT; /* none retained */
+    primary_contexts_retained--;
+    return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
     *device = 0;
@@ -135,7 +159,7 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 }
 CUresult CUDAAPI cuCtxSynchronize(void) { return CUDA_SUCCESS; } /* nothing ever runs */
 
-/* Any image loads; every name is a kernel in it. */
+/* Any image loads; every name is a kernel in it but FAKE_CUDA_MISSING_KERNEL. */
 CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit_options,
                                    void **jit_option_values, unsigned int num_jit_options,
                                    CUlibraryOption *library_options,
@@ -144,14 +168,35 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
     (void)library_option_values, (void)num_jit_options, (void)num_library_options;
     if (!code) return CUDA_ERROR_INVALID_VALUE;
     *library = (CUlibrary)(void *)&library_image;
+    library_record.loads++;
     return CUDA_SUCCESS;
 }
 
+static int library_is_loaded(CUlibrary library) {
+    return library == (CUlibrary)(void *)&library_image &&
+           library_record.loads > library_record.unloads;
+}
+
 CUresult CUDAAPI cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name) {
-    if (library != (CUlibrary)(void *)&library_image || !name) return CUDA_ERROR_INVALID_HANDLE;
+    if (!library_is_loaded(library) || !name) return CUDA_ERROR_INVALID_HANDLE;
+    if (missing_kernel && !strcmp(name, missing_kernel)) return CUDA_ERROR_NOT_FOUND;
     if (kernel_count == MAX_KERNELS) return CUDA_ERROR_OUT_OF_MEMORY; /* raise MAX_KERNELS */
     kernel_names[kernel_count] = name;
     *kernel = (CUkernel)(void *)&kernel_names[kernel_count++];
+    return CUDA_SUCCESS;
+}
+
+/* FAKE_CUDA_UNLOAD=fail: the unload of the loaded library fails, and it stays loaded. */
+CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
+    if (!library_is_loaded(library)) {
+        library_record.stray_unloads++;
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (unload_fails) {
+        library_record.failed_unloads++;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    library_record.unloads++;
     return CUDA_SUCCESS;
 }
 

@@ -8,7 +8,11 @@
  *   FAKE_CUDA_CC      compute capability as 10*major+minor (default 90)
  *   FAKE_CUDA_DRIVER  what cuDriverGetVersion answers (default 13000)
  *   FAKE_CUDA_PTX     every kernel's CU_FUNC_ATTRIBUTE_PTX_VERSION (default: the compute
- *                     capability, as if every kernel had SASS for it); "fail": the query fails */
+ *                     capability, as if every kernel had SASS for it); "fail": the query fails
+ *   FAKE_CUDA_MISSING_KERNEL  a kernel name cuLibraryGetKernel answers CUDA_ERROR_NOT_FOUND
+ *                     for, as if the fatbinary lacked it (default: none)
+ *   FAKE_CUDA_UNLOAD  "fail": cuLibraryUnload of the loaded library fails
+ *                     (CUDA_ERROR_INVALID_VALUE) and leaves it loaded */
 #define FAKE_CUDA_SM_COUNT 132
 #define FAKE_CUDA_SMEM_OPTIN (227 * 1024) /* bytes one thread block may opt in to */
 
@@ -52,5 +56,20 @@ typedef struct fake_cuda_launch {
  * handle (dlopen of the same path with RTLD_NOLOAD). */
 typedef void fake_cuda_last_launch_fn(fake_cuda_launch *out);
 #define FAKE_CUDA_LAST_LAUNCH "fake_cuda_last_launch"
+
+/* The library loads and unloads so far (fake_cuda_library_calls copies them; look it up as
+ * fake_cuda_last_launch). */
+typedef struct fake_cuda_library {
+    int loads;          /* cuLibraryLoadData calls that succeeded */
+    int unloads;        /* cuLibraryUnload calls that unloaded a loaded library */
+    int failed_unloads; /* of a loaded library, failed by FAKE_CUDA_UNLOAD=fail */
+    int stray_unloads;  /* of a handle not loaded (never loaded, or unloaded already) */
+} fake_cuda_library;
+typedef void fake_cuda_library_fn(fake_cuda_library *out);
+#define FAKE_CUDA_LIBRARY_CALLS "fake_cuda_library_calls"
+
+/* What the fake prints on stderr when the program exits holding primary context references
+ * (cuDevicePrimaryCtxRetain without its cuDevicePrimaryCtxRelease). */
+#define FAKE_CUDA_RETAINED_AT_EXIT "fake_cuda: primary context retained at exit"
 
 #endif

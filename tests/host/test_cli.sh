@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The fusedops command's arguments (docs/cli.md): a malformed number, a number out of range or
 # an unknown option is a usage error (exit 2) found before any GPU work, and explain for a
-# named arch needs no GPU (exit 0). Usage: test_cli.sh PATH_TO_FUSEDOPS. No GPU needed.
+# named arch needs no GPU (exit 0); explain for this GPU, played by fake_cuda (a stand-in
+# driver, tests/host/fake_cuda.h), gives back the primary context it opened. Usage:
+# test_cli.sh PATH_TO_FUSEDOPS PATH_TO_FAKE_CUDA. No GPU needed.
 set -u
 cli=$1
+fake_cuda=$2
 failed=0
 expect() {
   local want=$1
@@ -74,5 +77,21 @@ expect_message "unknown option" tune stray
 expect_message "option needs a value" explain softmax --dtype bf16 --shape 64x64 --ld-x
 expect_message "option needs a value" tune --out
 expect_message "--shape needs rows >= 1 and cols >= 1, at most 2^40 elements" bench softmax --dtype f32 --shape 0x64
+# explain without --arch opens the GPU (its primary context) and closes it on every path: the
+# decision (exit 0) and a refused call (sm_75, below every variant: exit 1). The fake says at
+# exit if a reference was never released.
+expect_released() {
+  local want=$1
+  shift
+  local said
+  said=$(FUSEDOPS_LIBCUDA=$fake_cuda "$cli" "$@" 2>&1 > /dev/null)
+  local got=$?
+  if [ "$got" != "$want" ] || [[ "$said" == *"fake_cuda: primary context retained at exit"* ]]; then
+    echo "FAIL: fusedops $* on fake_cuda exited $got (want $want), said: $said"
+    failed=1
+  fi
+}
+expect_released 0 explain softmax --dtype bf16 --shape 64x64
+FAKE_CUDA_CC=75 expect_released 1 explain softmax --dtype bf16 --shape 64x64
 if [ "$failed" = 0 ]; then echo "fusedops arguments: all as documented"; fi
 exit "$failed"
