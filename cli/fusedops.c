@@ -975,6 +975,8 @@ static int bench_attention(const options *o) {
     const double nk = (double)o->dims[0] * (double)hkv * (double)sk * (double)o->dims[3];
     if (hkv < 1 || sk < 1 || nq > (double)(1LL << 32) || nk > (double)(1LL << 32))
         return usage("bench attention takes at most 2^32 elements per tensor");
+    if (o->varlen && (o->dims[0] * o->dims[2] > INT32_MAX || o->dims[0] * sk > INT32_MAX))
+        return usage("--varlen takes at most 2^31 - 1 tokens");
     support_gpu gpu;
     if (open_gpu(&gpu)) return EXIT_NO_GPU;
     const tile_dtype dtype = (tile_dtype)o->dtype;
@@ -992,10 +994,7 @@ static int bench_attention(const options *o) {
     if (o->varlen)
         for (int i = 0; i < 2; i++) {
             const int64_t n = o->dims[0] + 1;
-            if (o->dims[0] * (i ? sk : o->dims[2]) > INT32_MAX)
-                return usage("--varlen takes at most 2^31 - 1 tokens");
-            int32_t *ends = malloc((size_t)n * sizeof *ends);
-            if (!ends) return EXIT_USAGE;
+            int32_t *ends = support_xmalloc((size_t)n * sizeof *ends);
             ends[0] = 0;
             for (int64_t b = 0; b + 1 < n; b++) {
                 const int64_t length = o->varlen == 2 ? ragged_length(b, o->dims[2]) : i ? sk : o->dims[2];
@@ -1010,9 +1009,12 @@ static int bench_attention(const options *o) {
             tokens[i] = ends[n - 1];
             free(ends);
         }
+    int status = 0; /* past here every way out frees the buffers and closes the GPU */
     if (attention_args_of(o, DEVICE_PTR(q), DEVICE_PTR(k), DEVICE_PTR(v), DEVICE_PTR(out),
-                          (const int32_t *)DEVICE_PTR(cu[0]), (const int32_t *)DEVICE_PTR(cu[1]), &a))
-        return EXIT_USAGE;
+                          (const int32_t *)DEVICE_PTR(cu[0]), (const int32_t *)DEVICE_PTR(cu[1]), &a)) {
+        status = EXIT_USAGE;
+        goto release;
+    }
     if (o->varlen == 2) { /* the drawn lengths (the tensors hold B x S tokens, at least these) */
         a.seqlen_q = a.seqlen_k = longest;
         a.total_q = tokens[0], a.total_k = tokens[1];
@@ -1031,7 +1033,10 @@ static int bench_attention(const options *o) {
     bench_buffers b = {.attention = &a};
     double ms;
     const char *name;
-    if (time_compute_op(&gpu, &b, OP_ATTENTION, o, flops, &ms, &name)) return EXIT_CHECK_FAILED;
+    if (time_compute_op(&gpu, &b, OP_ATTENTION, o, flops, &ms, &name)) {
+        status = EXIT_CHECK_FAILED;
+        goto release;
+    }
     printf("attention %s %lldx%lldx%lldx%lld (heads_kv %lld, seqlen_k %lld%s%s%s) on %s: %s\n"
            "  %.4f ms, %.1f TFLOP/s\n",
            tile_dtype_string(dtype), (long long)o->dims[0], (long long)o->dims[1],
@@ -1039,11 +1044,12 @@ static int bench_attention(const options *o) {
            o->causal ? ", causal" : "", o->varlen == 2 ? ", ragged varlen" : o->varlen ? ", varlen" : "",
            o->fixed_schedule ? ", fixed schedule" : "", gpu.name, name, ms,
            flops / (ms * 1e-3) / 1e12);
+release:;
     const CUdeviceptr bufs[] = {q, k, v, out, workspace, cu[0], cu[1]};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) SUPPORT_CHECK(&gpu, gpu.drv->cuMemFree(bufs[i]));
     support_gpu_close(&gpu);
-    return 0;
+    return status;
 }
 
 static int compare_i64(const void *a, const void *b) {
@@ -1092,8 +1098,13 @@ static int bench_grouped_matmul(const options *o) {
     bench_buffers bb = {.grouped = &g};
     double ms;
     const char *name;
-    if (time_compute_op(&gpu, &bb, OP_GROUPED_MATMUL, o, flops, &ms, &name))
+    const CUdeviceptr bufs[] = {a, b, bias, c, offsets, workspace};
+    if (time_compute_op(&gpu, &bb, OP_GROUPED_MATMUL, o, flops, &ms, &name)) {
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(bufs[i]));
+        free(ends);
+        support_gpu_close(&gpu);
         return EXIT_CHECK_FAILED;
+    }
     int64_t *sizes = support_xmalloc((size_t)G * sizeof *sizes);
     int32_t empty = 0;
     for (int64_t i = 0; i < G; i++) {
@@ -1111,7 +1122,6 @@ static int bench_grouped_matmul(const options *o) {
            bench_gmm_alpha, (unsigned long long)bench_gmm_seed, (long long)sizes[0],
            (long long)sizes[G / 2], (long long)sizes[G - 1], (double)M / (double)G, empty, ms,
            flops / (ms * 1e-3) / 1e12);
-    const CUdeviceptr bufs[] = {a, b, bias, c, offsets, workspace};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(bufs[i]));
     free(ends);
     free(sizes);
@@ -1147,6 +1157,8 @@ static int cmd_bench(int argc, char **argv) {
     tile_status s = time_op(&gpu, &b, (cli_op)op, variant, dtype, o.rows, o.cols, batch, repeats, 1.0, &ms);
     if (s != TILE_STATUS_SUCCESS) {
         fprintf(stderr, "fusedops: %s: %s\n", tile_status_string(s), tile_last_error());
+        buffers_free(&gpu, &b);
+        support_gpu_close(&gpu);
         return EXIT_CHECK_FAILED;
     }
     time_op(&gpu, &b, (cli_op)op, -2, dtype, o.rows, o.cols, batch, repeats, 1.0, &copy_ms);

@@ -19,8 +19,12 @@ int support_gpu_open(support_gpu *gpu, const char **why) {
     const tile_driver *d = gpu->drv;
     int major = 0, minor = 0;
     if (d->cuDeviceGet(&gpu->device, 0) != CUDA_SUCCESS ||
-        d->cuDevicePrimaryCtxRetain(&gpu->context, gpu->device) != CUDA_SUCCESS ||
-        d->cuCtxSetCurrent(gpu->context) != CUDA_SUCCESS ||
+        d->cuDevicePrimaryCtxRetain(&gpu->context, gpu->device) != CUDA_SUCCESS) {
+        gpu->context = NULL;
+        *why = "could not open GPU 0 (primary context)";
+        return -1;
+    }
+    if (d->cuCtxSetCurrent(gpu->context) != CUDA_SUCCESS ||
         d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
                                 gpu->device) != CUDA_SUCCESS ||
         d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
@@ -31,6 +35,7 @@ int support_gpu_open(support_gpu *gpu, const char **why) {
                                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                 gpu->device) != CUDA_SUCCESS ||
         d->cuDeviceGetName(gpu->name, sizeof gpu->name, gpu->device) != CUDA_SUCCESS) {
+        support_gpu_close(gpu); /* the context retained above */
         *why = "could not open GPU 0 (primary context)";
         return -1;
     }
@@ -156,7 +161,13 @@ int64_t support_persistent_walk_rows(const support_gpu *gpu, const tile_variant_
 }
 
 void support_gpu_close(support_gpu *gpu) {
-    if (gpu->drv && gpu->context) gpu->drv->cuDevicePrimaryCtxRelease(gpu->device);
+    if (gpu->drv && gpu->context) {
+        const CUresult r = gpu->drv->cuDevicePrimaryCtxRelease(gpu->device);
+        const char *name = NULL;
+        if (r != CUDA_SUCCESS && gpu->drv->cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
+        if (r != CUDA_SUCCESS)
+            fprintf(stderr, "cuDevicePrimaryCtxRelease failed with %s\n", name ? name : "?");
+    }
     gpu->context = NULL;
 }
 

@@ -25,7 +25,7 @@
 #include "fake_cuda.h"
 
 /* The GPU, read from the environment by cuInit (fake_cuda.h). */
-static int cc = 90, driver_version = 13000, ptx_version = 90, ptx_fails, unload_fails;
+static int cc = 90, driver_version = 13000, ptx_version = 90, ptx_fails, unload_fails, name_fails;
 static const char *missing_kernel; /* FAKE_CUDA_MISSING_KERNEL */
 
 /* A kernel handle is the address of its slot here; the slot keeps the name the library looked
@@ -86,6 +86,8 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
     missing_kernel = getenv("FAKE_CUDA_MISSING_KERNEL");
     const char *unload = getenv("FAKE_CUDA_UNLOAD");
     unload_fails = unload && !strcmp(unload, "fail");
+    const char *name = getenv("FAKE_CUDA_NAME");
+    name_fails = name && !strcmp(name, "fail");
     return CUDA_SUCCESS;
 }
 
@@ -120,6 +122,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count) {
 
 CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
     if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (name_fails) return CUDA_ERROR_NOT_SUPPORTED; /* FAKE_CUDA_NAME=fail */
     if (len > 0) snprintf(name, (size_t)len, "fake_cuda sm_%d", cc);
     return CUDA_SUCCESS;
 }

@@ -12,7 +12,9 @@
  *   FAKE_CUDA_MISSING_KERNEL  a kernel name cuLibraryGetKernel answers CUDA_ERROR_NOT_FOUND
  *                     for, as if the fatbinary lacked it (default: none)
  *   FAKE_CUDA_UNLOAD  "fail": cuLibraryUnload of the loaded library fails
- *                     (CUDA_ERROR_INVALID_VALUE) and leaves it loaded */
+ *                     (CUDA_ERROR_INVALID_VALUE) and leaves it loaded
+ *   FAKE_CUDA_NAME    "fail": cuDeviceGetName fails (CUDA_ERROR_NOT_SUPPORTED: a GPU that
+ *                     opens halfway, its primary context already retained) */
 #define FAKE_CUDA_SM_COUNT 132
 #define FAKE_CUDA_SMEM_OPTIN (227 * 1024) /* bytes one thread block may opt in to */
 

@@ -93,5 +93,8 @@ expect_released() {
 }
 expect_released 0 explain softmax --dtype bf16 --shape 64x64
 FAKE_CUDA_CC=75 expect_released 1 explain softmax --dtype bf16 --shape 64x64
+# a GPU that opens halfway (its name unreadable, after the context was retained): no GPU, exit
+# 3, and the context released
+FAKE_CUDA_NAME=fail expect_released 3 explain softmax --dtype bf16 --shape 64x64
 if [ "$failed" = 0 ]; then echo "fusedops arguments: all as documented"; fi
 exit "$failed"
