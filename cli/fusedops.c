@@ -1098,12 +1098,10 @@ static int bench_grouped_matmul(const options *o) {
     bench_buffers bb = {.grouped = &g};
     double ms;
     const char *name;
-    const CUdeviceptr bufs[] = {a, b, bias, c, offsets, workspace};
+    int status = 0; /* past here every way out frees the buffers and closes the GPU */
     if (time_compute_op(&gpu, &bb, OP_GROUPED_MATMUL, o, flops, &ms, &name)) {
-        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(bufs[i]));
-        free(ends);
-        support_gpu_close(&gpu);
-        return EXIT_CHECK_FAILED;
+        status = EXIT_CHECK_FAILED;
+        goto release;
     }
     int64_t *sizes = support_xmalloc((size_t)G * sizeof *sizes);
     int32_t empty = 0;
@@ -1122,11 +1120,13 @@ static int bench_grouped_matmul(const options *o) {
            bench_gmm_alpha, (unsigned long long)bench_gmm_seed, (long long)sizes[0],
            (long long)sizes[G / 2], (long long)sizes[G - 1], (double)M / (double)G, empty, ms,
            flops / (ms * 1e-3) / 1e12);
+    free(sizes);
+release:;
+    const CUdeviceptr bufs[] = {a, b, bias, c, offsets, workspace};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) SUPPORT_CHECK(&gpu, d->cuMemFree(bufs[i]));
     free(ends);
-    free(sizes);
     support_gpu_close(&gpu);
-    return 0;
+    return status;
 }
 
 static int cmd_bench(int argc, char **argv) {

@@ -36,7 +36,7 @@ int support_gpu_open(support_gpu *gpu, const char **why) {
                                 gpu->device) != CUDA_SUCCESS ||
         d->cuDeviceGetName(gpu->name, sizeof gpu->name, gpu->device) != CUDA_SUCCESS) {
         support_gpu_close(gpu); /* the context retained above */
-        *why = "could not open GPU 0 (primary context)";
+        *why = "could not query GPU 0 (its attributes or name)";
         return -1;
     }
     gpu->arch = major * 10 + minor;

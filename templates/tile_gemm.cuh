@@ -229,9 +229,10 @@ __device__ __forceinline__ bool is_half_tile(const tile_gemm_kernel_args &a, con
 // ------------------------------------------------------------------------------ tiles
 template <typename L, typename T> struct smem_tiles {
     unsigned char *base; // STAGES stages of [A tile | B tile]
-    // wgmma consumers: base as a shared-memory address, and the byte offset of this
-    // warpgroup's 64 rows in an A stage (rows of 128 bytes; a k-tile's descriptors then cost
-    // adds of warp-uniform values, kept in uniform registers: perf-notes G27)
+    // wgmma consumers only (placeholders in mma layouts, meaningless in the producer
+    // warpgroup): base as a shared-memory address, and the byte offset of this warpgroup's 64
+    // rows in an A stage (rows of 128 bytes; a k-tile's descriptors then cost adds of
+    // warp-uniform values, kept in uniform registers: perf-notes G27)
     uint32_t shared, wg_a_offset;
     __device__ T *a(int stage) const { return reinterpret_cast<T *>(base + stage * L::STAGE_BYTES); }
     __device__ unsigned char *staging(int consumer) const {

@@ -152,8 +152,9 @@ __device__ __forceinline__ uint64_t wg_desc(const void *p, uint32_t lbo, uint32_
 }
 
 // The descriptor of the tile `bytes` past the one `d` describes (same strides): the start
-// address is the low 14 bits of d, in 16-byte units, and a shared-memory address stays below
-// 2^18 bytes, so adding to the low word never carries out of that field. Built from one base
+// address is the low 14 bits of d, in 16-byte units, and a program's offset in shared memory
+// (the address's low 18 bits; the cluster rank lies above them) stays below 2^18 bytes, so
+// adding to the low word never carries out of that field. Built from one base
 // descriptor a product, a k-step's costs one add where wg_desc costs five instructions (perf-notes A25).
 __device__ __forceinline__ uint64_t wg_desc_at(uint64_t d, uint32_t bytes) {
     return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (bytes >> 4));
