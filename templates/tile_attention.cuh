@@ -477,7 +477,9 @@ __device__ __forceinline__ float row_max_update(float &m, float tile_max, float 
 // Online softmax: folds the tile's scores into the running max and sum and turns S into
 // P = exp(scale * (S - max)) in place; alpha = exp(scale * (old max - new max)) per row, the
 // factor the output accumulator must be rescaled by (rescale(), or at once: online_softmax).
-template <typename L>
+// Only the first TILES column tiles hold scores where TILES < N_TILES (a key tile's first half,
+// ws_half_key_tile): the rest become P = 0 without exponentials.
+template <typename L, int TILES = L::N_TILES>
 __device__ __forceinline__ void online_softmax_deferred(state<L> &st, scores<L> &S,
                                                         float scale_log2, float (&alpha)[L::MF][2]) {
 #pragma unroll
@@ -486,18 +488,20 @@ __device__ __forceinline__ void online_softmax_deferred(state<L> &st, scores<L> 
         for (int r = 0; r < 2; r++) {
             float mx = st.m[f][r];
 #pragma unroll
-            for (int j = 0; j < L::N_TILES; j++)
+            for (int j = 0; j < TILES; j++)
                 mx = fmaxf(mx, fmaxf(S.s[f][j][2 * r], S.s[f][j][2 * r + 1]));
             const float base = row_max_update(st.m[f][r], mx, scale_log2, alpha[f][r]);
             float sum = 0.0f;
 #pragma unroll
-            for (int j = 0; j < L::N_TILES; j++)
+            for (int j = 0; j < TILES; j++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     const float p = exp2_approx(__fmaf_rn(S.s[f][j][2 * r + e], scale_log2, -base));
                     S.s[f][j][2 * r + e] = p;
                     sum += p;
                 }
+#pragma unroll
+            for (int j = TILES; j < L::N_TILES; j++) S.s[f][j][2 * r] = S.s[f][j][2 * r + 1] = 0.0f;
             st.l[f][r] = st.l[f][r] * alpha[f][r] + sum;
         }
 }
@@ -790,7 +794,7 @@ __device__ __forceinline__ void wg_copy_v(const wg_tiles<L, T> &s, const tile_at
 __device__ __forceinline__ uint32_t kstep_offset(int rows, int kk) {
     return (uint32_t)((kk >> 2) * rows * 128 + (kk & 3) * 32);
 }
-template <typename L, typename T>
+template <typename L, int N = L::BLOCK_N, typename T>
 __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_tile) {
 #if TILE_HAS_WGMMA
     const unsigned char *q =
@@ -803,8 +807,8 @@ __device__ __forceinline__ void wg_qk(scores<L> &S, const T *q_tile, const T *k_
         const uint32_t qo = kstep_offset(L::BLOCK_M, kk), ko = kstep_offset(L::BLOCK_N, kk);
         // the first k-step only writes S: its old values are dead before the products, so
         // ptxas need not keep them (and P's registers) alive beside the new scores
-        if (kk == 0) wgmma_op<T, L::BLOCK_N>::zs(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko));
-        else wgmma_op<T, L::BLOCK_N>::ss(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko), 1);
+        if (kk == 0) wgmma_op<T, N>::zs(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko));
+        else wgmma_op<T, N>::ss(&S.s[0][0][0], wg_desc_at(qd, qo), wg_desc_at(kd, ko), 1);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
@@ -1091,8 +1095,9 @@ __device__ __forceinline__ void ws_load_q_operand(q_operand<L> &qa, const wg_til
         (void)qa, (void)t;
     }
 }
-// S = Q K^T with Q from registers (qa) and K K-major from k_tile, as one committed group.
-template <typename L, typename T>
+// S = Q K^T with Q from registers (qa) and K K-major from k_tile, as one committed group; over
+// the tile's first N keys (S's first N / 8 column tiles).
+template <typename L, int N = L::BLOCK_N, typename T>
 __device__ __forceinline__ void wg_qk_q_registers(scores<L> &S, const q_operand<L> &qa, const T *k_tile) {
 #if TILE_HAS_WGMMA
     const uint64_t kd = wg_desc(reinterpret_cast<const unsigned char *>(k_tile), 16, 1024);
@@ -1100,8 +1105,8 @@ __device__ __forceinline__ void wg_qk_q_registers(scores<L> &S, const q_operand<
 #pragma unroll
     for (int kk = 0; kk < L::HEAD_DIM / 16; kk++) {
         const uint32_t ko = kstep_offset(L::BLOCK_N, kk);
-        if (kk == 0) wgmma_op<T, L::BLOCK_N>::template zr<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
-        else wgmma_op<T, L::BLOCK_N>::template rs<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
+        if (kk == 0) wgmma_op<T, N>::template zr<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
+        else wgmma_op<T, N>::template rs<0>(&S.s[0][0][0], qa.a[kk], wg_desc_at(kd, ko));
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
@@ -1118,6 +1123,31 @@ __device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const 
                                             const q_operand<L> &qa) {
     if constexpr (L::Q_IN_REGISTERS) wg_qk_q_registers<L>(S, qa, t.k(r.k.take()));
     else wg_qk<L>(S, t.q, t.k(r.k.take()));
+}
+// A warpgroup's first key tile where its rows see only the tile's first half (ws_half_key_tile):
+// S = Q K^T over those 64 keys, S's other column tiles left for wg_wait_half_scores to mask.
+// (The kernel branches around issue, turn and wait together: a branch around the issue alone
+// made ptxas serialize the wgmma pipeline.)
+template <typename L, typename T>
+__device__ __forceinline__ void ws_qk_start_half(scores<L> &S, ws_rings<L> &r, const wg_tiles<L, T> &t,
+                                                 const q_operand<L> &qa) {
+    if constexpr (L::BLOCK_N != 128) ws_qk_start<L>(S, r, t, qa); // (not reached: never half)
+    else if constexpr (L::Q_IN_REGISTERS) wg_qk_q_registers<L, L::BLOCK_N / 2>(S, qa, t.k(r.k.take()));
+    else wg_qk<L, L::BLOCK_N / 2>(S, t.q, t.k(r.k.take()));
+}
+template <typename L> __device__ __forceinline__ void wg_wait_half_scores(scores<L> &S) {
+    wg_wait_scores<0>(S);
+#pragma unroll
+    for (int j = L::N_TILES / 2; j < L::N_TILES; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) S.s[0][j][e] = -__builtin_huge_valf();
+}
+// online_softmax_deferred over a half key tile's first half only (P 0 on the rest).
+template <typename L>
+__device__ __forceinline__ void online_softmax_deferred_half(state<L> &st, scores<L> &S, float scale_log2,
+                                                             float (&alpha)[L::MF][2], bool half) {
+    if (half) online_softmax_deferred<L, L::N_TILES / 2>(st, S, scale_log2, alpha);
+    else online_softmax_deferred<L>(st, S, scale_log2, alpha);
 }
 template <typename L, typename T>
 __device__ __forceinline__ void ws_pv_start(const p_operand<L> &pa, state<L> &st, ws_rings<L> &r,
@@ -1259,6 +1289,24 @@ __device__ __forceinline__ bool ws_tile_needs_mask(const B &k, int32_t n, int32_
     if constexpr (L::WGS < 3 || 64 * (L::WGS - 1) < L::BLOCK_N) return tile_needs_mask<L>(k, n, causal);
     const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0); // (warp-uniform)
     return key_tile_masked<L>(k, n, k.m0 + 64 * wg, causal);
+}
+
+// Whether this consumer warpgroup's rows see none of key tile n's second half (causal, the
+// diagonal in its first half; or the keys end there): its products and exponentials there are
+// halved (perf-notes A62: +1.2-2.5% at head dim 64 causal). Only where 64-key products exist
+// (128-key tiles) and at head dim 64: at 128, where the products alone would halve, the same
+// measured 0.5-2% slower causal. Warp-uniform.
+template <typename L, typename B>
+__device__ __forceinline__ bool ws_half_key_tile(const B &k, int32_t n, int32_t causal) {
+    if constexpr (L::BLOCK_N != 128 || L::HEAD_DIM > 64) {
+        (void)k, (void)n, (void)causal;
+        return false;
+    } else {
+        const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0);
+        int32_t last_key = k.seq_k - 1;
+        if (causal) last_key = min(last_key, min(k.m0 + 64 * wg + 63, k.seq_q - 1) + k.diagonal);
+        return last_key < n * L::BLOCK_N + L::BLOCK_N / 2;
+    }
 }
 
 // O / sum through the warpgroup's own 64 rows of the staging tile, in Q's swizzled layout
