@@ -1293,9 +1293,9 @@ __device__ __forceinline__ bool ws_tile_needs_mask(const B &k, int32_t n, int32_
 
 // Whether this consumer warpgroup's rows see none of key tile n's second half (causal, the
 // diagonal in its first half; or the keys end there): its products and exponentials there are
-// halved (perf-notes A62: +1.2-2.5% at head dim 64 causal). Only where 64-key products exist
+// halved (perf-notes A62: +1.0-2.5% at head dim 64 causal). Only where 64-key products exist
 // (128-key tiles) and at head dim 64: at 128, where the products alone would halve, the same
-// measured 0.5-2% slower causal. Warp-uniform.
+// measured 0.5-2% slower causal. Uniform over the warpgroup.
 template <typename L, typename B>
 __device__ __forceinline__ bool ws_half_key_tile(const B &k, int32_t n, int32_t causal) {
     if constexpr (L::BLOCK_N != 128 || L::HEAD_DIM > 64) {
