@@ -25,6 +25,7 @@ template <int HEAD_DIM_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int WARP_ROWS_>
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
     static constexpr bool HANDED = false;          // every warp walks the blocks (ws_layout)
     static constexpr bool FOLDS = true;            // takes query heads folded into rows (a.fold)
+    static constexpr bool CAUSAL_BLOCKS_TO_END = false; // (ws_layout)
     static constexpr int WARPS = WARPS_, THREADS = WARPS * 32;
     static constexpr int PROGRAM_THREADS = THREADS; // (as the grid names them)
     static constexpr int FIRST_WARP = 0;           // every warp owns query rows
@@ -84,6 +85,16 @@ template <typename L>
 __device__ __forceinline__ uint32_t walk_divide(uint32_t n, const tile_divisor &d) {
     if constexpr (L::HEAD_DIM <= 64) return tile_divide(n, d);
     else return n / d.divisor;
+}
+
+// How far a causal sequence's blocks move back (L::CAUSAL_BLOCKS_TO_END): where its last block
+// would hold one warpgroup's rows (seq_q % BLOCK_M in 1..64), by the other warpgroups' rows,
+// so the last block is whole and the first has one busy warpgroup, whose rows see the fewest
+// keys. Where two warpgroups would be busy it stays (moved, 2048 rows measured 1.5% slower:
+// perf-notes A63). The blocks a sequence needs stay ceil(seq_q / BLOCK_M).
+template <typename L> __device__ __forceinline__ int32_t causal_block_shift(int32_t seq_q) {
+    const int32_t rows = seq_q % L::BLOCK_M; // the last block's
+    return rows > 0 && rows <= 64 ? L::BLOCK_M - 64 : 0;
 }
 
 // Query block number pid of the launch (a program's own with one block each: blockIdx.x), or
@@ -159,6 +170,8 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
         k.seq_k = a.seqlen_k;
     }
     k.m0 = mb * L::BLOCK_M;
+    if constexpr (L::CAUSAL_BLOCKS_TO_END)
+        if (a.causal) k.m0 -= causal_block_shift<L>(k.seq_q);
     k.empty = none || k.m0 >= k.seq_q;
     k.diagonal = k.seq_k - k.seq_q;
     if (a.splits > 1) { // keys from the split's first, in its own numbering, so the diagonal
@@ -717,6 +730,7 @@ template <int HEAD_DIM_, int BLOCK_N_, int WGS_, int STAGES_> struct wg_layout {
     static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, WGS = WGS_;
     static constexpr bool HANDED = false;          // (ws_layout)
     static constexpr bool FOLDS = true;            // (layout)
+    static constexpr bool CAUSAL_BLOCKS_TO_END = false; // (ws_layout)
     static constexpr int STAGES = STAGES_;         // K and V buffers each: copies run
     static constexpr int AHEAD = STAGES - 1;       // AHEAD key tiles ahead of the products
     static constexpr int BLOCK_M = 64 * WGS, WARPS = 4 * WGS, THREADS = 128 * WGS;
@@ -908,6 +922,11 @@ struct ws_layout {
     static constexpr bool HANDED = HANDED_ != 0;
     static constexpr bool FOLDS = false; // Q and O by tensor map: rows one head's (layout)
     static constexpr int WGS = WGS_, BLOCK_M = 64 * WGS;     // consumer warpgroups, their query rows
+    // Causal, a sequence's 192-row blocks may end at its last rows (causal_block_shift), so
+    // that a short block's idle warpgroups lie at its start, where rows see fewest keys, not
+    // at its end, where the one busy warpgroup's rows see the most (perf-notes A63). Three
+    // warpgroups only: ws_rows_past passes the warpgroups before the sequence as those past it.
+    static constexpr bool CAUSAL_BLOCKS_TO_END = WGS == 3;
     static constexpr int WARPS = 4 * (WGS + 1), THREADS = 32 * WARPS; // + the producer warpgroup, first
     static constexpr int PROGRAM_THREADS = THREADS, QUERY_ROWS = BLOCK_M; // (as the grid names them)
     static constexpr int FIRST_WARP = 4, CONSUMER_WARPS = 4 * WGS;
@@ -1209,7 +1228,8 @@ template <typename L> __device__ __forceinline__ void ws_stores_finish(const til
 }
 
 // Whether this consumer warpgroup's 64 query rows all lie past the sequence (the last block of
-// a sequence that is not a multiple of BLOCK_M rows). Three warpgroups only: 192-row blocks
+// a sequence that is not a multiple of BLOCK_M rows) or, causal, before it (the first block,
+// causal_block_shift). Three warpgroups only: 192-row blocks
 // end any sequence of 2^k rows (k >= 6) with one or two such warpgroups; with two the
 // branch is compiled out, and their loop stays as it was (perf-notes A20).
 template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &k) {
@@ -1217,7 +1237,9 @@ template <typename L> __device__ __forceinline__ bool ws_rows_past(const block &
     // the warpgroup broadcast from lane 0, so the compiler knows the branch is warp-uniform:
     // otherwise it guards every product of the loop after it for a divergent warp
     const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0);
-    return k.m0 + 64 * wg >= k.seq_q;
+    // (or all before it, a causal sequence's first block: a negative first row, unsigned, is
+    // past any length; one comparison, where a second made ptxas serialize the wgmma pipeline)
+    return (uint32_t)(k.m0 + 64 * wg) >= (uint32_t)k.seq_q;
 }
 // Such a warpgroup issues no products and stores nothing, but takes and hands back every stage,
 // Q's included (after its copies landed: an early arrival could count toward the stage's
