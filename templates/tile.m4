@@ -446,7 +446,8 @@ m4_ifelse(m4_ifdef(<|HANDED|>, HANDED, 0), 1, <|for (tile::attn::block $1; tile:
 # a): after TILE_WS_STORE, where it does: hand the stage back once the output has left it.
 m4_define(<|TILE_WS_RELEASE_Q|>, <|TILE_ARGS(<|TILE_WS_RELEASE_Q|>, <|$2|>, 2)tile::attn::ws_release_q<$2>($1)|>)
 m4_define(<|TILE_WS_STAGING_DONE|>, <|TILE_ARGS(<|TILE_WS_STAGING_DONE|>, <|$3|>, 3)tile::attn::ws_staging_done<$2>($1, $3)|>)
-# TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence.
+# TILE_WS_ROWS_PAST(blk, L): this consumer warpgroup's query rows all lie past the sequence
+# (or before it: a causal sequence's blocks moved back, causal_block_shift).
 # TILE_WS_PASS_BLOCK(turns, rings, L, blk): for such a warpgroup, the block's stages and turns
 # without products (the other warpgroups' loop stays in step).
 m4_define(<|TILE_WS_ROWS_PAST|>, <|TILE_ARGS(<|TILE_WS_ROWS_PAST|>, <|$2|>, 2)tile::attn::ws_rows_past<$2>($1)|>)

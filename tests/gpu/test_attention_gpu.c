@@ -485,8 +485,9 @@ static void variant_cases(void) {
             {i, info.dtype, 4, 40, 8, d, 300, 300, 1, BSHD, NULL, NULL, 1, 16, seed + 10, 0},
             /* ... bottom-right aligned, 6 blocks of 128 rows or 4 of 192 ... */
             {i, info.dtype, 3, 40, 8, d, 650, 700, 1, BHSD, NULL, NULL, 1, 16, seed + 11, 0},
-            /* ... and 832 rows: 7 blocks of 128 or 5 of 192, the last of 64 rows (two idle
-             * `ws3` warpgroups), walked in pairs on GPUs of 100-140 SMs (768 units of 192) */
+            /* ... and 832 rows: 7 blocks of 128 or 5 of 192, one of them of 64 rows (two idle
+             * `ws3` warpgroups: the first block, moved back 128 rows, perf-notes A63), walked
+             * in pairs on GPUs of 100-140 SMs (768 units of 192) */
             {i, info.dtype, 4, 64, 8, d, 832, 832, 1, BSHD, NULL, NULL, 0, 16, seed + 12, 0},
             /* causal, more queries than keys: blocks whose rows see no key (no key tile) */
             {i, info.dtype, 1, 4, 2, d, 300, 17, 1, BHSD, NULL, NULL, 1, 0, seed + 7, 0},
