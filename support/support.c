@@ -160,26 +160,20 @@ int64_t support_persistent_walk_rows(const support_gpu *gpu, const tile_variant_
     return walk_length * gpu->sm_count * support_programs_per_sm_bound(gpu, info) + 7;
 }
 
-/* The driver's name for a failed call's result, "?" where it has none. */
-static const char *driver_error_name(const support_gpu *gpu, CUresult r) {
-    const char *name = NULL;
-    if (gpu && gpu->drv && gpu->drv->cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
-    return name ? name : "?";
-}
-
 void support_gpu_close(support_gpu *gpu) {
     if (gpu->drv && gpu->context) {
         const CUresult r = gpu->drv->cuDevicePrimaryCtxRelease(gpu->device);
         if (r != CUDA_SUCCESS)
-            fprintf(stderr, "cuDevicePrimaryCtxRelease failed with %s\n", driver_error_name(gpu, r));
+            fprintf(stderr, "cuDevicePrimaryCtxRelease failed with %s\n", tile_driver_error_name(r));
     }
     gpu->context = NULL;
 }
 
 void support_check(const support_gpu *gpu, CUresult r, const char *what, const char *file,
                    int line) {
+    (void)gpu; /* (the driver names any call's result) */
     if (r == CUDA_SUCCESS) return;
-    fprintf(stderr, "%s:%d: %s failed with %s\n", file, line, what, driver_error_name(gpu, r));
+    fprintf(stderr, "%s:%d: %s failed with %s\n", file, line, what, tile_driver_error_name(r));
     exit(1);
 }
 

@@ -1329,6 +1329,8 @@ __device__ __forceinline__ bool ws_half_key_tile(const B &k, int32_t n, int32_t 
     } else {
         const int wg = __shfl_sync(0xffffffffu, L::consumer_wg(), 0);
         int32_t last_key = k.seq_k - 1;
+        // (ws_own_key_tiles' last key, written out again: made one helper for both, ptxas
+        // serialized the head-64 kernels' wgmma pipeline)
         if (causal) last_key = min(last_key, min(k.m0 + 64 * wg + 63, k.seq_q - 1) + k.diagonal);
         return last_key < n * L::BLOCK_N + L::BLOCK_N / 2;
     }

@@ -47,6 +47,12 @@ static int env_int(const char *name, int fallback) {
     return s && *s && !*end ? (int)v : fallback;
 }
 
+/* Whether the knob `name` is set to "fail". */
+static int env_fails(const char *name) {
+    const char *s = getenv(name);
+    return s && !strcmp(s, "fail");
+}
+
 /* Slot index of a kernel (or function) handle, or -1 when it is not one of ours. */
 static int kernel_index(const void *handle) {
     const uintptr_t a = (uintptr_t)handle, base = (uintptr_t)kernel_names;
@@ -80,14 +86,11 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
     if (flags) return CUDA_ERROR_INVALID_VALUE;
     cc = env_int("FAKE_CUDA_CC", 90);
     driver_version = env_int("FAKE_CUDA_DRIVER", 13000);
-    const char *ptx = getenv("FAKE_CUDA_PTX");
-    ptx_fails = ptx && !strcmp(ptx, "fail");
+    ptx_fails = env_fails("FAKE_CUDA_PTX");
     ptx_version = env_int("FAKE_CUDA_PTX", cc);
     missing_kernel = getenv("FAKE_CUDA_MISSING_KERNEL");
-    const char *unload = getenv("FAKE_CUDA_UNLOAD");
-    unload_fails = unload && !strcmp(unload, "fail");
-    const char *name = getenv("FAKE_CUDA_NAME");
-    name_fails = name && !strcmp(name, "fail");
+    unload_fails = env_fails("FAKE_CUDA_UNLOAD");
+    name_fails = env_fails("FAKE_CUDA_NAME");
     return CUDA_SUCCESS;
 }
 
