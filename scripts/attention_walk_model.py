@@ -39,19 +39,30 @@ def tiles_seen(sk, sq, bn, causal, last_row):
     return tiles
 
 
+def block_shift(v, sq, causal):
+    # a causal fixed-length call's blocks move back on three consumers where the last block
+    # would hold one warpgroup's rows (perf-notes A63)
+    bm = v["bm"]
+    if not causal or v["warpgroups"] - 1 < 3:
+        return 0
+    return bm - 64 if 0 < sq % bm <= 64 else 0
+
+
 def block_work(v, sq, sk, causal, j):
     bm, bn = v["bm"], v["bn"]
     consumers = v["warpgroups"] - 1
     quantum = 64 if consumers >= 3 else bm
-    m0, end = j * bm, min(j * bm + bm, sq)
+    m0 = j * bm - block_shift(v, sq, causal)
+    end = min(m0 + bm, sq)
     tiles = tiles_seen(sk, sq, bn, causal, end - 1)
     if causal and 64 * (consumers - 1) >= bn:
         # each consumer's 64 rows to their own diagonal (a consumer whose rows see no key, or
-        # lie past the sequence where two consumers do not skip them, walks the block's tiles)
+        # lie past the sequence where two consumers do not skip them, walks the block's tiles;
+        # those before row 0 of a block moved back pass)
         pairs = 0
         for w in range(consumers):
             r0 = m0 + 64 * w
-            if r0 >= end and quantum == 64:
+            if r0 < 0 or (r0 >= end and quantum == 64):
                 continue
             last = min(r0 + 63, end - 1)
             own = tiles if last + sk - sq < 0 else tiles_seen(sk, sq, bn, causal, last)

@@ -486,22 +486,35 @@ static int64_t key_tiles_seen(const walk_shape *s, int64_t bn, int64_t last_row)
     return seen < tiles ? seen : tiles;
 }
 
+/* How far the kernels move a causal call's blocks back (tile::attn::causal_block_shift,
+ * perf-notes A63): with three or more consumer warpgroups, by all but one warpgroup's rows
+ * where the last block would hold one warpgroup's rows. (The model takes a varlen call's
+ * lengths as its longest sequence's, as its other terms do.) */
+static int64_t causal_block_shift(int64_t bm, int64_t consumers, const walk_shape *s) {
+    if (!s->causal || consumers < 3) return 0;
+    const int64_t rows = s->seqlen_q % bm; /* the last block's */
+    return rows > 0 && rows <= 64 ? bm - 64 : 0;
+}
+
 /* The work of query block j (0: the first rows) of one (batch, head) of s for blocks of bm
  * rows and bn keys run by `consumers` warpgroups of 64 rows: the pairs its rows compute over
  * 128 x 128, plus BLOCK_OVERHEAD_TILES a 128 rows of bm. Rows count in whole warpgroups where
- * three or more consumers pass those past the sequence (ws_rows_past), else in whole blocks;
+ * three or more consumers pass those outside the sequence (ws_rows_past: past its end, or
+ * before row 0 in a block moved back, causal_block_shift), else in whole blocks;
  * a causal block's key tiles end at its last row's diagonal, or each warpgroup's at its own
  * where the kernel passes the tiles above a warpgroup's rows (ws_own_key_tiles: 64 x
  * (consumers - 1) >= bn; a warpgroup whose rows see no key walks the block's tiles, and so
  * does one past the sequence where two consumers do not pass it). */
 static double block_work(int64_t bm, int64_t bn, int64_t consumers, const walk_shape *s,
                          int64_t j) {
-    const int64_t m0 = j * bm, end = m0 + bm < s->seqlen_q ? m0 + bm : s->seqlen_q;
+    const int64_t m0 = j * bm - causal_block_shift(bm, consumers, s);
+    const int64_t end = m0 + bm < s->seqlen_q ? m0 + bm : s->seqlen_q;
     const int64_t quantum = consumers >= 3 ? 64 : bm;
     const int64_t tiles = key_tiles_seen(s, bn, end - 1);
     double pairs = 0.0;
     if (s->causal && 64 * (consumers - 1) >= bn) {
         for (int64_t r0 = m0; r0 < m0 + bm; r0 += 64) {
+            if (r0 < 0) continue; /* (a first block moved back: passed) */
             if (r0 >= end && quantum == 64) break;
             const int64_t last = r0 + 63 < end ? r0 + 63 : end - 1;
             const int64_t own =

@@ -91,10 +91,12 @@ __device__ __forceinline__ uint32_t walk_divide(uint32_t n, const tile_divisor &
 // would hold one warpgroup's rows (seq_q % BLOCK_M in 1..64), by the other warpgroups' rows,
 // so the last block is whole and the first has one busy warpgroup, whose rows see the fewest
 // keys. Where two warpgroups would be busy it stays (moved, 2048 rows measured 1.5% slower:
-// perf-notes A63). The blocks a sequence needs stay ceil(seq_q / BLOCK_M). Fixed lengths only:
-// Q's copy of the first block then reads zeros before row 0 (the map's bounds), where a varlen
-// window would read the tokens before the sequence, which for the first lie before the tensor.
-// (The dispatch's walk model, src/attention.c block_work, does not move them yet: perf-notes.)
+// perf-notes A63). The blocks a sequence needs stay ceil(seq_q / BLOCK_M). Q's copy of the
+// first block reads zeros before row 0 at fixed lengths (the map's bounds), but a varlen
+// window reads the tokens before the sequence: those of earlier sequences, unused, where the
+// sequence starts at least `shift` tokens into the tensor; before the tensor otherwise, so
+// there the blocks stay. The dispatch's walk model moves them too (src/attention.c,
+// causal_block_shift).
 template <typename L> __device__ __forceinline__ int32_t causal_block_shift(int32_t seq_q) {
     const int32_t rows = seq_q % L::BLOCK_M; // the last block's
     return rows > 0 && rows <= 64 ? L::BLOCK_M - 64 : 0;
@@ -174,7 +176,10 @@ __device__ __forceinline__ block program_block_at(const tile_attention_kernel_ar
     }
     k.m0 = mb * L::BLOCK_M;
     if constexpr (L::CAUSAL_BLOCKS_TO_END)
-        if (a.causal && !a.cu_seqlens_q) k.m0 -= causal_block_shift<L>(k.seq_q);
+        if (a.causal) {
+            const int32_t shift = causal_block_shift<L>(k.seq_q);
+            if (!a.cu_seqlens_q || k.q_start >= shift) k.m0 -= shift;
+        }
     k.empty = none || k.m0 >= k.seq_q;
     k.diagonal = k.seq_k - k.seq_q;
     if (a.splits > 1) { // keys from the split's first, in its own numbering, so the diagonal
