@@ -1164,10 +1164,6 @@ __device__ __forceinline__ void ws_qk_start_half(scores<L> &S, ws_rings<L> &r, c
 }
 template <typename L> __device__ __forceinline__ void wg_wait_half_scores(scores<L> &S) {
     wg_wait_scores<0>(S);
-#pragma unroll
-    for (int j = L::N_TILES / 2; j < L::N_TILES; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) S.s[0][j][e] = -__builtin_huge_valf();
 }
 // online_softmax_deferred over a half key tile's first half only (P 0 on the rest).
 template <typename L>
