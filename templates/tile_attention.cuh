@@ -1152,7 +1152,7 @@ __device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const 
     else wg_qk<L>(S, t.q, t.k(r.k.take()));
 }
 // A warpgroup's first key tile where its rows see only the tile's first half (ws_half_key_tile):
-// S = Q K^T over those 64 keys, S's other column tiles left for wg_wait_half_scores to mask.
+// S = Q K^T over those 64 keys; S's other column tiles stay unset (masked, then P 0: A62b).
 // (The kernel branches around issue, turn and wait together: a branch around the issue alone
 // made ptxas serialize the wgmma pipeline.)
 template <typename L, typename T>
