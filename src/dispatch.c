@@ -434,39 +434,47 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
                          (long long)p->cols);
 }
 
-/* Attention of long key sequences: the chosen variant's twin of 144-key tiles (the same kernel,
- * block and stages; only `ws` at head dim 128 has one), after a tuned line or the heuristic
- * (which keeps to 128-key tiles, tile_heuristic_cost). A tuned line is timed at its grid
- * shape's keys (2048 at 262144 query rows), where the 128-key tile wins or ties; from 8192 keys
- * a wider tile pays a key tile's fixed costs (the output's rescale, the row statistics'
- * shuffles, the ping-pong's barriers) over more keys: +2.4% to +3.2% full, +0.1% to +1.2%
- * causal on an H200, and 3.5% slower at 2048 keys (perf-notes A36). A varlen call's lengths
- * are device data: it keeps the line's. (Other ops have no key length: nothing to do.) */
+/* Attention's key tile by the call's keys: the chosen variant's twin of 144-key tiles, or of
+ * 160, after a tuned line or the heuristic (which keeps to 128-key tiles, tile_heuristic_cost;
+ * only `ws` at head dim 128 has such twins). A tuned line is timed at its grid shape's keys
+ * (2048 at 262144 query rows), where the 128-key tile wins or ties. From 8192 keys a wider tile
+ * pays a key tile's fixed costs (the output's rescale, the row statistics' shuffles, the
+ * ping-pong's barriers) over more keys: +2.4% to +3.2% full, +0.1% to +1.2% causal on an H200
+ * for 144 keys, which lose 3.5% at 2048 (perf-notes A36). From 2048 keys to 8192 a full call
+ * takes the 160-key tiles (`ws160`, Q in shared memory): f16 +1.3% to +1.7% at 2048 and 4096
+ * keys, bf16 level (perf-notes A65); fewer keys leave a larger share of the last tile past
+ * their end (unmeasured), and a causal call keeps 128 (160 lost 2-7%: a block's last tile
+ * holds more keys past its diagonal). A varlen call's lengths are device data: it keeps the line's.
+ * (Other ops have no key length: nothing to do.) */
 #define LONG_KEYS 8192
+#define WIDE_KEYS 2048
 /* Whether two variants' params ("KEY=VALUE ..." in the grid's order) differ at most in `key`
- * ("BLOCK_N=": the key and its equals sign). */
-static int same_params_but(const char *a, const char *b, const char *key) {
-    const size_t lk = strlen(key);
+ * and `free_key` ("BLOCK_N=": the key and its equals sign; free_key may be NULL). */
+static int same_params_but(const char *a, const char *b, const char *key, const char *free_key) {
+    const size_t lk = strlen(key), lf = free_key ? strlen(free_key) : 0;
     while (*a || *b) {
         const size_t la = strcspn(a, " "), lb = strcspn(b, " ");
         const int both_key = !strncmp(a, key, lk) && !strncmp(b, key, lk);
-        if (!both_key && (la != lb || strncmp(a, b, la))) return 0;
+        const int both_free = free_key && !strncmp(a, free_key, lf) && !strncmp(b, free_key, lf);
+        if (!both_key && !both_free && (la != lb || strncmp(a, b, la))) return 0;
         a += la + (a[la] == ' ');
         b += lb + (b[lb] == ' ');
     }
     return 1;
 }
 /* The variant of v's op and dtype, eligible for p, whose params are v's but for `key`, which
- * is `value` ("BLOCK_N", 144: v's twin of 144-key tiles); -1 where none. */
+ * is `value` ("BLOCK_N", 144: v's twin of 144-key tiles), and `free_key` (NULL, or a param
+ * that may differ too); -1 where none. */
 static int32_t twin_with(const tile_variant *v, const tile_problem *p, const char *key,
-                         int64_t value) {
-    char prefix[32];
+                         int64_t value, const char *free_key) {
+    char prefix[32], free_prefix[32];
     snprintf(prefix, sizeof prefix, "%s=", key);
+    if (free_key) snprintf(free_prefix, sizeof free_prefix, "%s=", free_key);
     if (!v->params) return -1;
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *t = &tile_registry[i];
         if (t->dtype == v->dtype && !strcmp(t->op, v->op) && tile_variant_param(t, key) == value &&
-            t->params && same_params_but(t->params, v->params, prefix) &&
+            t->params && same_params_but(t->params, v->params, prefix, free_key ? free_prefix : NULL) &&
             tile_variant_eligible(t, p, NULL))
             return i;
     }
@@ -474,11 +482,19 @@ static int32_t twin_with(const tile_variant *v, const tile_problem *p, const cha
 }
 static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
-    if (p->seqlen_k < LONG_KEYS || p->varlen || tile_variant_param(v, "BLOCK_N") != 128) return;
-    const int32_t twin = twin_with(v, p, "BLOCK_N", 144);
-    if (twin < 0) return;
-    decision->variant = twin;
-    tile_decision_append(decision, "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
+    if (p->varlen || tile_variant_param(v, "BLOCK_N") != 128) return;
+    if (p->seqlen_k >= LONG_KEYS) {
+        const int32_t twin = twin_with(v, p, "BLOCK_N", 144, NULL);
+        if (twin < 0) return;
+        decision->variant = twin;
+        tile_decision_append(decision, "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
+    } else if (!p->causal && p->seqlen_k >= WIDE_KEYS) {
+        const int32_t twin = twin_with(v, p, "BLOCK_N", 160, "QREG");
+        if (twin < 0) return;
+        decision->variant = twin;
+        tile_decision_append(decision, "; its twin of 160-key tiles (full, %d to %d keys)", WIDE_KEYS,
+                             LONG_KEYS);
+    }
 }
 
 /* A call bound by the bytes of K and V in flight (streams_keys) takes the chosen variant's twin
@@ -489,7 +505,7 @@ static void take_deep_ring(const tile_problem *p, tile_decision *decision) {
     const tile_variant *v = &tile_registry[decision->variant];
     const int64_t stages = tile_variant_param(v, "STAGES");
     if (!streams_keys(p) || stages < 2) return;
-    const int32_t twin = twin_with(v, p, "STAGES", stages + 1);
+    const int32_t twin = twin_with(v, p, "STAGES", stages + 1, NULL);
     if (twin < 0) return;
     decision->variant = twin;
     tile_decision_append(decision, "; its twin of %lld stages (K and V streamed)",
