@@ -1057,8 +1057,8 @@ static void test_attention_varlen_with_workspace_walks_counter(void **state) {
 
 /* From 8192 keys a head-128 call whose line names the 128-key `ws` tile takes its twin of
  * 144-key tiles (perf-notes A36); at 2048 keys a full call takes its twin of 160-key tiles
- * (A65), a causal one and a varlen call (lengths on the device) the line's pick, as does any
- * call at head dim 64 (no twin). 262144 query rows either way: one bucket. */
+ * (A65; from a nearest line's 144-key pick too, A65b), a causal one and a varlen call
+ * (lengths on the device) the line's pick, as does any call at head dim 64 (no twin). 262144 query rows either way: one bucket. */
 static void test_attention_long_keys_take_wider_key_tiles(void **state) {
     (void)state;
     static _Alignas(256) int32_t cu[2];
@@ -1100,6 +1100,23 @@ static void test_attention_long_keys_take_wider_key_tiles(void **state) {
             assert_int_equal(tile_variant_param(v, "BLOCK_M"),
                              tile_variant_param(&tile_registry[short_causal.variant], "BLOCK_M"));
             assert_non_null(strstr(long_keys.reason, "its twin of 144-key tiles (8192 keys or more)"));
+            {   /* GQA 4 x 32 x 4096 on 8 kv heads: 524288 query rows take the nearest line,
+                 * timed at 8192 keys, whose 144-key pick a full call trades for 160 (A65b) */
+                tile_flash_attention_args g = attention_problem(dtypes[t], head_dim);
+                g.batch = 4, g.heads_q = 32, g.heads_kv = 8, g.seqlen_q = g.seqlen_k = 4096;
+                g.q_seq_stride = g.o_seq_stride = 32 * (int64_t)head_dim;
+                g.k_seq_stride = g.v_seq_stride = 8 * (int64_t)head_dim;
+                g.q_batch_stride = g.o_batch_stride = 4096 * g.q_seq_stride;
+                g.k_batch_stride = g.v_batch_stride = 4096 * g.k_seq_stride;
+                tile_decision gqa = new_decision();
+                assert_int_equal(tile_flash_attention_explain(&g, 90, &gqa), TILE_STATUS_SUCCESS);
+                assert_int_equal(tile_variant_param(&tile_registry[gqa.variant], "BLOCK_N"), 160);
+                assert_non_null(strstr(gqa.reason, "its twin of 160-key tiles"));
+                g.causal = 1;
+                tile_decision gqa_causal = new_decision();
+                assert_int_equal(tile_flash_attention_explain(&g, 90, &gqa_causal), TILE_STATUS_SUCCESS);
+                assert_int_not_equal(tile_variant_param(&tile_registry[gqa_causal.variant], "BLOCK_N"), 160);
+            }
             a.cu_seqlens_q = a.cu_seqlens_k = cu; /* varlen, one sequence of 16384 */
             a.total_q = a.total_k = 16384;
             a.q_batch_stride = a.k_batch_stride = a.v_batch_stride = a.o_batch_stride = 0;
