@@ -442,7 +442,8 @@ static void take_lean_twin(const tile_problem *p, tile_decision *decision) {
  * ping-pong's barriers) over more keys: +2.4% to +3.2% full, +0.1% to +1.2% causal on an H200
  * for 144 keys, which lose 3.5% at 2048 (perf-notes A36). From 2048 keys to 8192 a full call
  * takes the 160-key tiles (`ws160`, Q in shared memory): f16 +1.3% to +1.7% at 2048 and 4096
- * keys, bf16 level (perf-notes A65); at 1024 keys it lost 3-5%, and a causal call keeps 128 (160 lost 2-7%: a block's last tile
+ * keys, bf16 level (perf-notes A65), with 2048 queries or more at head dim 128 as measured; at
+ * 1024 keys it lost 3-5%, and a causal call keeps 128 (160 lost 2-7%: a block's last tile
  * holds more keys past its diagonal). A varlen call's lengths are device data: it keeps the line's.
  * (Other ops have no key length: nothing to do.) */
 #define LONG_KEYS 8192
@@ -489,14 +490,16 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
         if (twin < 0) return;
         decision->variant = twin;
         tile_decision_append(decision, "; its twin of 144-key tiles (%d keys or more)", LONG_KEYS);
-    } else if (!p->causal && p->seqlen_k >= WIDE_KEYS) {
+    } else if (!p->causal && p->seqlen_k >= WIDE_KEYS && p->seqlen_q >= WIDE_KEYS &&
+               p->cols == 128) {
         /* (from 128 keys, or 144 where a nearest line timed at 8192 keys named them: GQA 4 x
-         * 32 x 4096 full ran 0.9-1.5% faster on 160 than 144, perf-notes A65) */
+         * 32 x 4096 full ran 1.4-1.6% faster on 160 than 144, perf-notes A65b); only where
+         * measured: as many queries as keys, head dim 128 (96 runs these kernels padded) */
         const int32_t twin = twin_with(v, p, "BLOCK_N", 160, "QREG");
         if (twin < 0) return;
         decision->variant = twin;
         tile_decision_append(decision, "; its twin of 160-key tiles (full, %d to %d keys)", WIDE_KEYS,
-                             LONG_KEYS);
+                             LONG_KEYS - 1);
     }
 }
 

@@ -381,7 +381,8 @@ m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$5|>, 5)tile
 # TILE_WS_HALF_KEY_TILE(L, blk, n, causal): this consumer warpgroup's rows of blk see no key of
 # key tile n's second half (always false but on 128-key tiles at head dim 64). TILE_WS_QK_START_HALF(s, L,
 # rings, tiles, qa): TILE_WS_QK_START over the tile's first half of keys;
-# TILE_WG_WAIT_HALF_SCORES(s): wait for them (none pending), the second half's scores -inf.
+# TILE_WG_WAIT_HALF_SCORES(s): wait for them (none pending); the second half's scores stay
+# unset (the mask writes them, TILE_ONLINE_SOFTMAX_DEFERRED_HALF never reads them: pair it with that).
 # TILE_ONLINE_SOFTMAX_DEFERRED_HALF(alpha, acc, s, scale_log2, half): TILE_ONLINE_SOFTMAX_DEFERRED,
 # with no exponentials on the second half (P 0 there) where `half`.
 m4_define(<|TILE_WS_HALF_KEY_TILE|>, <|tile::attn::ws_half_key_tile<$1>($2, $3, $4)|>)

@@ -545,6 +545,16 @@ static void test_sm90_variants_have_code(void **state) {
 }
 
 static tile_flash_attention_args attention_problem(tile_dtype dt, int32_t head_dim);
+/* Whether `taken` is `entry`'s twin of 160-key tiles that a full call of 2048 to 8191 keys
+ * takes in its place (perf-notes A65, A65b): the same block and stages, from 128 or 144 keys. */
+static int key_tile_twin(const tile_variant *entry, const tile_variant *taken, const char *reason) {
+    const int64_t entry_keys = tile_variant_param(entry, "BLOCK_N");
+    return strstr(reason, "its twin of 160-key tiles") && tile_variant_param(taken, "BLOCK_N") == 160 &&
+           (entry_keys == 128 || entry_keys == 144) && taken->dtype == entry->dtype &&
+           tile_variant_param(taken, "HEAD_DIM") == tile_variant_param(entry, "HEAD_DIM") &&
+           tile_variant_param(taken, "BLOCK_M") == tile_variant_param(entry, "BLOCK_M") &&
+           tile_variant_param(taken, "STAGES") == tile_variant_param(entry, "STAGES");
+}
 static tile_grouped_matmul_args grouped_matmul_problem(tile_dtype dt, int32_t groups,
                                                        int64_t rows_per_group, int64_t n,
                                                        int64_t k);
@@ -649,8 +659,7 @@ static void test_tuned_table(void **state) {
                 f->dtype == e->dtype && !strcmp(f->op, e->op) &&
                 f->rows_log2 == e->rows_log2 && f->cols_step == e->cols_step &&
                 (f->variant == d.variant || tile_registry[f->variant].lean_twin == d.variant ||
-                 (strstr(d.reason, "its twin of 160-key tiles") &&
-                  tile_variant_param(&tile_registry[f->variant], "BLOCK_N") == 128)))
+                 key_tile_twin(&tile_registry[f->variant], &tile_registry[d.variant], d.reason)))
                 listed = 1; /* the entry, its lean twin, or its key tile's twin in its place */
         }
         if (!listed)
@@ -1082,7 +1091,7 @@ static void test_attention_long_keys_take_wider_key_tiles(void **state) {
                 /* the line at 262144 x 128 names the 128-key tile (autotune_results/sm_90.tsv) */
                 assert_int_equal(tile_variant_param(&tile_registry[short_causal.variant], "BLOCK_N"), 128);
                 assert_int_equal(tile_variant_param(&tile_registry[short_keys.variant], "BLOCK_N"), 160);
-                assert_non_null(strstr(short_keys.reason, "its twin of 160-key tiles (full, 2048 to 8192 keys)"));
+                assert_non_null(strstr(short_keys.reason, "its twin of 160-key tiles (full, 2048 to 8191 keys)"));
             } else {
                 assert_null(strstr(short_keys.reason, "-key tiles"));
             }
@@ -1116,6 +1125,28 @@ static void test_attention_long_keys_take_wider_key_tiles(void **state) {
                 tile_decision gqa_causal = new_decision();
                 assert_int_equal(tile_flash_attention_explain(&g, 90, &gqa_causal), TILE_STATUS_SUCCESS);
                 assert_int_not_equal(tile_variant_param(&tile_registry[gqa_causal.variant], "BLOCK_N"), 160);
+                /* the rule's edges: 8191 keys take 160, 8192 the long keys' 144; 1024 keys, or
+                 * fewer queries than 2048, keep the line's pick (not 160) */
+                const int64_t edges[][3] = {{8191, 8191, 160}, {8192, 8192, 144}, {1024, 1024, 0}, {100, 4096, 0}};
+                for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+                    g.causal = 0, g.batch = 1, g.seqlen_q = edges[i][0], g.seqlen_k = edges[i][1];
+                    g.q_batch_stride = g.o_batch_stride = g.seqlen_q * g.q_seq_stride;
+                    g.k_batch_stride = g.v_batch_stride = g.seqlen_k * g.k_seq_stride;
+                    tile_decision edge = new_decision();
+                    assert_int_equal(tile_flash_attention_explain(&g, 90, &edge), TILE_STATUS_SUCCESS);
+                    const int64_t keys = tile_variant_param(&tile_registry[edge.variant], "BLOCK_N");
+                    if (edges[i][2]) assert_int_equal(keys, edges[i][2]);
+                    else assert_null(strstr(edge.reason, "160-key"));
+                }
+            }
+            {   /* varlen at 2048 keys, full: the line's pick, not the 160-key twin */
+                tile_flash_attention_args w = a;
+                w.seqlen_q = w.seqlen_k = 2048, w.cu_seqlens_q = w.cu_seqlens_k = cu;
+                w.total_q = w.total_k = 2048;
+                w.q_batch_stride = w.k_batch_stride = w.v_batch_stride = w.o_batch_stride = 0;
+                tile_decision varlen_short = new_decision();
+                assert_int_equal(tile_flash_attention_explain(&w, 90, &varlen_short), TILE_STATUS_SUCCESS);
+                assert_null(strstr(varlen_short.reason, "160-key"));
             }
             a.cu_seqlens_q = a.cu_seqlens_k = cu; /* varlen, one sequence of 16384 */
             a.total_q = a.total_k = 16384;
