@@ -381,13 +381,12 @@ m4_define(<|TILE_WS_QK_START|>, <|TILE_ARGS(<|TILE_WS_QK_START|>, <|$5|>, 5)tile
 # TILE_WS_HALF_KEY_TILE(L, blk, n, causal): this consumer warpgroup's rows of blk see no key of
 # key tile n's second half (always false but on 128-key tiles at head dim 64). TILE_WS_QK_START_HALF(s, L,
 # rings, tiles, qa): TILE_WS_QK_START over the tile's first half of keys;
-# TILE_WG_WAIT_HALF_SCORES(s): wait for them (none pending); the second half's scores stay
-# unset (the mask writes them, TILE_ONLINE_SOFTMAX_DEFERRED_HALF never reads them: pair it with that).
+# (TILE_WG_WAIT_SCORES waits for them; the second half's scores stay unset: the mask writes
+# them, TILE_ONLINE_SOFTMAX_DEFERRED_HALF never reads them, so pair the two.)
 # TILE_ONLINE_SOFTMAX_DEFERRED_HALF(alpha, acc, s, scale_log2, half): TILE_ONLINE_SOFTMAX_DEFERRED,
 # with no exponentials on the second half (P 0 there) where `half`.
 m4_define(<|TILE_WS_HALF_KEY_TILE|>, <|tile::attn::ws_half_key_tile<$1>($2, $3, $4)|>)
 m4_define(<|TILE_WS_QK_START_HALF|>, <|TILE_ARGS(<|TILE_WS_QK_START_HALF|>, <|$5|>, 5)tile::attn::ws_qk_start_half<$2>($1, $3, $4, $5)|>)
-m4_define(<|TILE_WG_WAIT_HALF_SCORES|>, <|tile::attn::wg_wait_half_scores($1)|>)
 m4_define(<|TILE_ONLINE_SOFTMAX_DEFERRED_HALF|>, <|TILE_ARGS(<|TILE_ONLINE_SOFTMAX_DEFERRED_HALF|>, <|$5|>, 5)m4_dnl
 tile::attn::online_softmax_deferred_half($2, $3, $4, $1, $5)|>)
 # TILE_WG_P_OPERAND(pv, L): pv = registers for P as a product operand (TILE_WG_PACK_P fills them).

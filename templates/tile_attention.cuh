@@ -1152,7 +1152,8 @@ __device__ __forceinline__ void ws_qk_start(scores<L> &S, ws_rings<L> &r, const 
     else wg_qk<L>(S, t.q, t.k(r.k.take()));
 }
 // A warpgroup's first key tile where its rows see only the tile's first half (ws_half_key_tile):
-// S = Q K^T over those 64 keys; S's other column tiles stay unset (masked, then P 0: A62b).
+// S = Q K^T over those 64 keys; S's other column tiles stay unset (the mask writes them without
+// reading, online_softmax_deferred_half makes their P 0: A62b), so TILE_WG_WAIT_SCORES waits.
 // (The kernel branches around issue, turn and wait together: a branch around the issue alone
 // made ptxas serialize the wgmma pipeline.)
 template <typename L, typename T>
@@ -1161,9 +1162,6 @@ __device__ __forceinline__ void ws_qk_start_half(scores<L> &S, ws_rings<L> &r, c
     if constexpr (L::BLOCK_N != 128) ws_qk_start<L>(S, r, t, qa); // (not reached: never half)
     else if constexpr (L::Q_IN_REGISTERS) wg_qk_q_registers<L, L::BLOCK_N / 2>(S, qa, t.k(r.k.take()));
     else wg_qk<L, L::BLOCK_N / 2>(S, t.q, t.k(r.k.take()));
-}
-template <typename L> __device__ __forceinline__ void wg_wait_half_scores(scores<L> &S) {
-    wg_wait_scores<0>(S);
 }
 // online_softmax_deferred over a half key tile's first half only (P 0 on the rest).
 template <typename L>

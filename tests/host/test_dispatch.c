@@ -1067,7 +1067,8 @@ static void test_attention_varlen_with_workspace_walks_counter(void **state) {
 /* From 8192 keys a head-128 call whose line names the 128-key `ws` tile takes its twin of
  * 144-key tiles (perf-notes A36); at 2048 keys a full call takes its twin of 160-key tiles
  * (A65; from a nearest line's 144-key pick too, A65b), a causal one and a varlen call
- * (lengths on the device) the line's pick, as does any call at head dim 64 (no twin). 262144 query rows either way: one bucket. */
+ * (lengths on the device) the line's pick, as does any call at head dim 64 (no twin).
+ * 262144 query rows either way: one bucket. */
 static void test_attention_long_keys_take_wider_key_tiles(void **state) {
     (void)state;
     static _Alignas(256) int32_t cu[2];
