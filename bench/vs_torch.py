@@ -78,8 +78,8 @@ cumulative ends; no bias, which it does not take), a Python loop of torch.mm ove
 one cuBLAS call: the ceiling a grouped kernel aims at). Shapes (G, total_m, K, N): (8, 16384,
 4096, 14336), (64, 16384, 2048, 1408), (128, 32768, 7168, 2048), (8, 512, 4096, 14336), bf16,
 each with B [G, K, N] (kn, N contiguous) and [G, N, K] seen through .transpose(1, 2) (nk).
-Group sizes: one Dirichlet(1) draw with seed 7, rounded to rows (skewed_group_ends: the same
-numbers as support_skewed_group_ends, so bench_grouped_matmul and `fusedops bench
+Group sizes: one Dirichlet(1) draw with seed 7, rounded to rows (gmm_routing.skewed_group_ends:
+the same numbers as support_skewed_group_ends, so bench_grouped_matmul and `fusedops bench
 grouped_matmul` route the same shape the same way), shared by every provider. Inputs: a uniform
 in [-1, 1), b uniform in [-1, 1) * sqrt(3 / K) (entries of C of about unit size). TFLOP/s counts
 2 * total_m * N * K; vs best = the fastest of torch._grouped_mm and the loop, its ms / ours;
@@ -91,7 +91,9 @@ first and last of the first and last non-empty groups among them), and the provi
 outputs against ours, within |diff| <= atol + rtol |ref| (bf16 2e-2 + 1.6e-2, f16 5e-3 + 2e-3);
 ours failing fails the run (exit 1). A provider that raises (torch._grouped_mm needs a recent
 PyTorch and, for its fast path, sm_90 and bf16) is reported n/a with the reason.
---gmm-shapes GxMxKxN,... replaces the shapes.
+--gmm-shapes GxMxKxN,... replaces the shapes; --gmm-routing replaces the draw: equal sizes,
+whole:R (the draw's sizes rounded to multiples of R, so no group ends inside a row tile of R),
+or a list of G sizes (bench/gmm_routing.py).
 """
 import argparse
 import ctypes
@@ -153,7 +155,6 @@ GROUPED_MATMUL_SHAPES = [
     (8, 16384, 4096, 14336), (64, 16384, 2048, 1408), (128, 32768, 7168, 2048),
     (8, 512, 4096, 14336),
 ]
-GMM_ALPHA, GMM_SEED = 1.0, 7  # the routing draw, as bench_grouped_matmul.cc's kAlpha, kSeed
 GMM_TOL = {"bf16": (2e-2, 1.6e-2), "f16": (5e-3, 2e-3)}  # (atol, rtol) of C
 GMM_REPS = 10
 GMM_PEERS = ("grouped_mm", "mm_loop", "dense_mm")
@@ -207,6 +208,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from fusedops._lib import (AddNormArgs, Decision, FlashAttentionArgs,  # noqa: E402
                            FLASH_ATTENTION_WORKSPACE_BYTES, GROUPED_MATMUL_WORKSPACE_BYTES,
                            GroupedMatmulArgs, VariantInfo, set_strides)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gmm_routing import GMM_ALPHA, GMM_SEED, ROUTINGS, group_ends  # noqa: E402  (no torch)
 
 
 class FusedOps:
@@ -1406,77 +1409,19 @@ def attention_table(results):
 
 
 # ----------------------------------------------------------------------------- grouped matmul
-_U64 = (1 << 64) - 1
-
-
-def _splitmix64(seed, i):
-    """splitmix64's output of the i-th (from 1) state after seed, as support/support.c's."""
-    z = (seed + 0x9E3779B97F4A7C15 * i) & _U64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
-    return z ^ (z >> 31)
-
-
-def skewed_group_ends(groups, rows, alpha=GMM_ALPHA, seed=GMM_SEED):
-    """support_skewed_group_ends in Python, step for step (the same doubles, the same libm
-    calls), so every tool routes a shape the same way: rows split over groups in proportions
-    of a symmetric Dirichlet(alpha) draw (gamma samples by Marsaglia and Tsang, normalized),
-    rounded to whole rows by largest remainder. Returns the cumulative ends."""
-    count = [0]
-
-    def uniform():  # in (0, 1)
-        count[0] += 1
-        return ((_splitmix64(seed, count[0]) >> 11) + 0.5) / 9007199254740992.0
-
-    def gamma(a):
-        if a < 1.0:
-            g = gamma(a + 1.0)
-            return g * math.pow(uniform(), 1.0 / a)
-        d = a - 1.0 / 3.0
-        c = 1.0 / math.sqrt(9.0 * d)
-        while True:
-            u1 = uniform()
-            u2 = uniform()
-            x = math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)
-            v = 1.0 + c * x
-            if v <= 0.0:
-                continue
-            v = v * v * v
-            if math.log(uniform()) < 0.5 * x * x + d - d * v + d * math.log(v):
-                return d * v
-
-    w = [gamma(alpha) for _ in range(groups)]
-    total = 0.0
-    for x in w:
-        total += x
-    sizes, rest = [], []
-    for g in range(groups):
-        exact = w[g] / total * rows if total > 0.0 else rows / groups
-        whole = math.floor(exact)
-        sizes.append(whole)
-        rest.append((-(exact - whole), g))  # largest fraction first, ties to the lower group
-    rest.sort()
-    for r in range(rows - sum(sizes)):
-        sizes[rest[r % groups][1]] += 1
-    ends, end = [], 0
-    for x in sizes:
-        end += x
-        ends.append(end)
-    return ends
-
-
 class GroupedMatmulCase:
     """C_g = A_g B_g of one dtype, shape and B layout: a [total_m, K], b [G, K, N] contiguous
-    (kn) or the transpose of a contiguous [G, N, K] (nk), offs int32 from skewed_group_ends."""
+    (kn) or the transpose of a contiguous [G, N, K] (nk), offs int32 from the routing
+    (gmm_routing.group_ends: the Dirichlet draw unless --gmm-routing says otherwise)."""
 
-    def __init__(self, dtype_name, shape, nk):
-        self.dtype_name, self.nk = dtype_name, nk
+    def __init__(self, dtype_name, shape, nk, routing="dirichlet"):
+        self.dtype_name, self.nk, self.routing = dtype_name, nk, routing
         self.g, self.m, self.k, self.n = shape
         self.tdtype, self.tdt, elem = DTYPES[dtype_name]
         self.flops = 2.0 * self.m * self.n * self.k
         self.set_bytes = (self.m * self.k + self.g * self.k * self.n + self.m * self.n) * elem
         self.tol = GMM_TOL[dtype_name]
-        self.ends = skewed_group_ends(self.g, self.m)
+        self.ends = group_ends(routing, self.g, self.m)
         self.starts = [0] + self.ends[:-1]
 
     def name(self):
@@ -1484,8 +1429,9 @@ class GroupedMatmulCase:
 
     def describe(self):
         sizes = [e - s for s, e in zip(self.starts, self.ends)]
-        return (f"B {'nk' if self.nk else 'kn'}: group sizes from a Dirichlet({GMM_ALPHA:g}) "
-                f"draw, seed {GMM_SEED}: min {min(sizes)}, max {max(sizes)}, "
+        how = (f"from a Dirichlet({GMM_ALPHA:g}) draw, seed {GMM_SEED}"
+               if self.routing == "dirichlet" else f"routed by {self.routing!r}")
+        return (f"B {'nk' if self.nk else 'kn'}: group sizes {how}: min {min(sizes)}, max {max(sizes)}, "
                 f"{sizes.count(0)} empty")
 
     def setup(self, copies):
@@ -1594,7 +1540,8 @@ def run_gmm_case(lib, timer, l2_bytes, case):
            "total_m": case.m, "k": case.k, "n": case.n, "b_layout": "nk" if case.nk else "kn",
            "shape": case.name(), "flops": case.flops, "copies": copies,
            "batch_launches": batch, "reps": timer.reps,
-           "group_sizes": {"dirichlet_alpha": GMM_ALPHA, "seed": GMM_SEED, "min": sizes[0],
+           "group_sizes": {"routing": case.routing, "dirichlet_alpha": GMM_ALPHA,
+                           "seed": GMM_SEED, "min": sizes[0],
                            "median": sizes[len(sizes) // 2], "max": sizes[-1],
                            "empty": sum(1 for x in sizes if x == 0)},
            "providers": {}}
@@ -1758,6 +1705,9 @@ def main():
     ap.add_argument("--gmm-shapes", default=None,
                     help="GxMxKxN,... for grouped_matmul (groups, total rows, K, N) instead of "
                     "the built-in list")
+    ap.add_argument("--gmm-routing", default="dirichlet",
+                    help="grouped_matmul group sizes: " + ROUTINGS + " (default dirichlet: "
+                    "the draw every grouped matmul bench shares)")
     ap.add_argument("--variant", default=os.environ.get("FUSEDOPS_BENCH_VARIANT"),
                     help="time this variant as ours (tile_softmax_variant, "
                     "tile_add_norm_variant, tile_flash_attention_variant or "
@@ -1796,8 +1746,9 @@ def main():
             ap.error("attention runs in f16 and bf16: --dtypes names neither")
     if "grouped_matmul" in ops:
         try:
-            if args.gmm_shapes:
-                parse_gmm_shapes(args.gmm_shapes)
+            for g, m, _, _ in (parse_gmm_shapes(args.gmm_shapes) if args.gmm_shapes
+                               else GROUPED_MATMUL_SHAPES):
+                group_ends(args.gmm_routing, g, m)
         except ValueError as e:
             ap.error(str(e))
         if args.dtypes and not any(d in GMM_TOL for d in dtypes):
@@ -1874,7 +1825,7 @@ def main():
             make = AttentionCase if attn else GroupedMatmulCase
             for dt, shape, flag in (attention_cases if attn else gmm_cases)(
                     args, forced if args.variant else None):
-                case = make(dt, shape, flag)
+                case = make(dt, shape, flag) if attn else make(dt, shape, flag, args.gmm_routing)
                 log(f"{op} {dt} {case.name()} {case.describe()}")
                 try:
                     r = (run_attention_case if attn else run_gmm_case)(lib, timer, l2_bytes, case)
@@ -1940,8 +1891,10 @@ def main():
             "fastest SDPA backend's ms / ours ms; vs flash = SDPA FLASH_ATTENTION's ms / ours ms\n")
         log(attention_table(attn))
     if gmm:
-        log("\ngrouped_matmul: TFLOP/s = 2*total_m*N*K / time, group sizes from a "
-            f"Dirichlet({GMM_ALPHA:g}) draw (seed {GMM_SEED}) shared by every provider; vs best = "
+        how = (f"from a Dirichlet({GMM_ALPHA:g}) draw (seed {GMM_SEED})"
+               if args.gmm_routing == "dirichlet" else f"routed by {args.gmm_routing!r}")
+        log(f"\ngrouped_matmul: TFLOP/s = 2*total_m*N*K / time, group sizes {how} shared by "
+            "every provider; vs best = "
             "the faster of torch._grouped_mm and the torch.mm loop, its ms / ours ms; vs dense = "
             "one [total_m, K] x [K, N] torch.mm's ms / ours ms\n")
         log(gmm_table(gmm))
