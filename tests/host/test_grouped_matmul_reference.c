@@ -22,7 +22,8 @@ static void sizes_of(const int32_t *ends, int32_t groups, int64_t *sizes) {
 
 static void test_skewed_ends(void **state) {
     (void)state;
-    /* pinned: bench/vs_torch.py's skewed_group_ends gives these for the same arguments */
+    /* pinned: bench/gmm_routing.py's skewed_group_ends (vs_torch.py's draw) gives these too:
+     * tests/python/test_gmm_routing.py checks it */
     static const int32_t want[8] = {1260, 1330, 1478, 2457, 2921, 3698, 4050, 4096};
     int32_t ends[64], again[64];
     int64_t sizes[64];
