@@ -66,15 +66,17 @@ def skewed_group_ends(groups, rows, alpha=GMM_ALPHA, seed=GMM_SEED):
     return ends
 
 
-ROUTINGS = "dirichlet, equal, whole:R (the draw's sizes rounded to multiples of R), or G sizes"
+ROUTINGS = ("dirichlet, equal, whole:R (the draw's sizes rounded to multiples of R), or G "
+            "sizes")
 
 
 def group_ends(spec, groups, rows):
     """Cumulative ends of `rows` over `groups` by a routing spec (--gmm-routing):
     "dirichlet": skewed_group_ends; "equal": rows // groups each, the first rows % groups one
-    more; "whole:R": the draw's sizes each rounded to the nearest multiple of R (a group's
-    tail then fills whole row tiles), the largest group taking up the difference; or an
-    explicit list "s0,s1,...", groups sizes summing to rows. ValueError on a bad spec."""
+    more; "whole:R": the draw's sizes rounded to multiples of R by largest remainder (a
+    group's tail then fills whole row tiles; groups drawn under R rows may round to empty),
+    the largest group also taking rows % R; or an explicit list "s0,s1,...", groups sizes
+    summing to rows. ValueError on a bad spec."""
     spec = spec.strip()
     if spec == "dirichlet":
         return skewed_group_ends(groups, rows)
@@ -88,13 +90,15 @@ def group_ends(spec, groups, rows):
         if unit < 1:
             raise ValueError(f"routing {spec!r}: R must be at least 1")
         ends = skewed_group_ends(groups, rows)
-        sizes = [e - s for s, e in zip([0] + ends[:-1], ends)]
-        sizes = [(x + unit // 2) // unit * unit for x in sizes]
-        largest = max(range(groups), key=lambda g: sizes[g])
-        sizes[largest] += rows - sum(sizes)
-        if sizes[largest] < 0:
-            raise ValueError(f"routing {spec!r}: {rows} rows are too few to round over "
-                             f"{groups} groups")
+        drawn = [e - s for s, e in zip([0] + ends[:-1], ends)]
+        # largest remainder in units of R: each size down to a multiple of R, then R more to
+        # the groups of the largest remainders while whole units are left (ties to the lower
+        # group), the last rows % R to the largest group
+        sizes = [x // unit * unit for x in drawn]
+        order = sorted(range(groups), key=lambda g: (-(drawn[g] - sizes[g]), g))
+        for g in order[:(rows - sum(sizes)) // unit]:
+            sizes[g] += unit
+        sizes[max(range(groups), key=lambda g: sizes[g])] += rows - sum(sizes)
     else:
         try:
             sizes = [int(x) for x in spec.split(",")]

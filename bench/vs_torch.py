@@ -92,8 +92,8 @@ outputs against ours, within |diff| <= atol + rtol |ref| (bf16 2e-2 + 1.6e-2, f1
 ours failing fails the run (exit 1). A provider that raises (torch._grouped_mm needs a recent
 PyTorch and, for its fast path, sm_90 and bf16) is reported n/a with the reason.
 --gmm-shapes GxMxKxN,... replaces the shapes; --gmm-routing replaces the draw: equal sizes,
-whole:R (the draw's sizes rounded to multiples of R, so no group ends inside a row tile of R),
-or a list of G sizes (bench/gmm_routing.py).
+whole:R (the draw's sizes rounded to multiples of R by largest remainder, so no group but the
+largest ends inside a row tile of R), or a list of G sizes (bench/gmm_routing.py).
 """
 import argparse
 import ctypes
@@ -1431,7 +1431,8 @@ class GroupedMatmulCase:
         sizes = [e - s for s, e in zip(self.starts, self.ends)]
         how = (f"from a Dirichlet({GMM_ALPHA:g}) draw, seed {GMM_SEED}"
                if self.routing == "dirichlet" else f"routed by {self.routing!r}")
-        return (f"B {'nk' if self.nk else 'kn'}: group sizes {how}: min {min(sizes)}, max {max(sizes)}, "
+        return (f"B {'nk' if self.nk else 'kn'}: group sizes {how}: min {min(sizes)}, "
+                f"max {max(sizes)}, "
                 f"{sizes.count(0)} empty")
 
     def setup(self, copies):
@@ -1540,11 +1541,12 @@ def run_gmm_case(lib, timer, l2_bytes, case):
            "total_m": case.m, "k": case.k, "n": case.n, "b_layout": "nk" if case.nk else "kn",
            "shape": case.name(), "flops": case.flops, "copies": copies,
            "batch_launches": batch, "reps": timer.reps,
-           "group_sizes": {"routing": case.routing, "dirichlet_alpha": GMM_ALPHA,
-                           "seed": GMM_SEED, "min": sizes[0],
+           "group_sizes": {"routing": case.routing, "min": sizes[0],
                            "median": sizes[len(sizes) // 2], "max": sizes[-1],
                            "empty": sum(1 for x in sizes if x == 0)},
            "providers": {}}
+    if case.routing == "dirichlet" or case.routing.startswith("whole:"):  # from the draw
+        res["group_sizes"].update(dirichlet_alpha=GMM_ALPHA, seed=GMM_SEED)
 
     def record(name, ms, **extra):
         res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
