@@ -110,7 +110,7 @@ static int usage(const char *msg) {
           "  fusedops explain grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
           " [--bias] [--arch sm_NN]\n"
           "  fusedops check [--dtype D] [--variant NAME] [--quick]\n"
-          "  fusedops bench OP --dtype D --shape ROWSxCOLS [--variant NAME] [--iters N]\n"
+          "  fusedops bench OP --dtype D --shape ROWSxCOLS [--log] [--variant NAME] [--iters N]\n"
           "  fusedops bench attention --dtype D --shape BxHxSxD [--heads-kv N] [--causal]"
           " [--seqlen-k N] [--varlen | --ragged] [--fixed-schedule] [--variant NAME] [--iters N]\n"
           "  fusedops bench grouped_matmul --dtype D --shape GxMxKxN [--b-layout kn|nk]"
