@@ -3,6 +3,7 @@
 skewed_group_ends, the same numbers as support_skewed_group_ends (support/support.c), so
 bench_grouped_matmul, `fusedops bench grouped_matmul` and vs_torch route a shape alike;
 --gmm-routing picks another (group_ends)."""
+import itertools
 import math
 
 GMM_ALPHA, GMM_SEED = 1.0, 7  # the routing draw, as bench_grouped_matmul.cc's kAlpha, kSeed
@@ -59,11 +60,7 @@ def skewed_group_ends(groups, rows, alpha=GMM_ALPHA, seed=GMM_SEED):
     rest.sort()
     for r in range(rows - sum(sizes)):
         sizes[rest[r % groups][1]] += 1
-    ends, end = [], 0
-    for x in sizes:
-        end += x
-        ends.append(end)
-    return ends
+    return list(itertools.accumulate(sizes))
 
 
 ROUTINGS = ("dirichlet, equal, whole:R (the draw's sizes rounded to multiples of R), or G "
@@ -108,8 +105,17 @@ def group_ends(spec, groups, rows):
             raise ValueError(f"routing {spec!r}: {len(sizes)} sizes summing to {sum(sizes)}, "
                              f"where the shape has {groups} groups of {rows} rows in all "
                              "(none negative)")
-    ends, end = [], 0
-    for x in sizes:
-        end += x
-        ends.append(end)
-    return ends
+    return list(itertools.accumulate(sizes))
+
+
+def uses_draw(spec):
+    """Whether the routing's sizes come from the Dirichlet draw (GMM_ALPHA, GMM_SEED)."""
+    spec = spec.strip()
+    return spec == "dirichlet" or spec.startswith("whole:")
+
+
+def describe(spec):
+    """How a log names the routing: the draw, or the spec."""
+    if spec.strip() == "dirichlet":
+        return f"from a Dirichlet({GMM_ALPHA:g}) draw (seed {GMM_SEED})"
+    return f"routed by {spec!r}"

@@ -209,7 +209,7 @@ from fusedops._lib import (AddNormArgs, Decision, FlashAttentionArgs,  # noqa: E
                            FLASH_ATTENTION_WORKSPACE_BYTES, GROUPED_MATMUL_WORKSPACE_BYTES,
                            GroupedMatmulArgs, VariantInfo, set_strides)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gmm_routing import GMM_ALPHA, GMM_SEED, ROUTINGS, group_ends  # noqa: E402  (no torch)
+import gmm_routing  # noqa: E402  (no torch)
 
 
 class FusedOps:
@@ -1421,7 +1421,7 @@ class GroupedMatmulCase:
         self.flops = 2.0 * self.m * self.n * self.k
         self.set_bytes = (self.m * self.k + self.g * self.k * self.n + self.m * self.n) * elem
         self.tol = GMM_TOL[dtype_name]
-        self.ends = group_ends(routing, self.g, self.m)
+        self.ends = gmm_routing.group_ends(routing, self.g, self.m)
         self.starts = [0] + self.ends[:-1]
 
     def name(self):
@@ -1429,10 +1429,8 @@ class GroupedMatmulCase:
 
     def describe(self):
         sizes = [e - s for s, e in zip(self.starts, self.ends)]
-        how = (f"from a Dirichlet({GMM_ALPHA:g}) draw, seed {GMM_SEED}"
-               if self.routing == "dirichlet" else f"routed by {self.routing!r}")
-        return (f"B {'nk' if self.nk else 'kn'}: group sizes {how}: min {min(sizes)}, "
-                f"max {max(sizes)}, "
+        return (f"B {'nk' if self.nk else 'kn'}: group sizes "
+                f"{gmm_routing.describe(self.routing)}: min {min(sizes)}, max {max(sizes)}, "
                 f"{sizes.count(0)} empty")
 
     def setup(self, copies):
@@ -1545,8 +1543,9 @@ def run_gmm_case(lib, timer, l2_bytes, case):
                            "median": sizes[len(sizes) // 2], "max": sizes[-1],
                            "empty": sum(1 for x in sizes if x == 0)},
            "providers": {}}
-    if case.routing == "dirichlet" or case.routing.startswith("whole:"):  # from the draw
-        res["group_sizes"].update(dirichlet_alpha=GMM_ALPHA, seed=GMM_SEED)
+    if gmm_routing.uses_draw(case.routing):
+        res["group_sizes"].update(dirichlet_alpha=gmm_routing.GMM_ALPHA,
+                                  seed=gmm_routing.GMM_SEED)
 
     def record(name, ms, **extra):
         res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12, **extra}
@@ -1708,8 +1707,8 @@ def main():
                     help="GxMxKxN,... for grouped_matmul (groups, total rows, K, N) instead of "
                     "the built-in list")
     ap.add_argument("--gmm-routing", default="dirichlet",
-                    help="grouped_matmul group sizes: " + ROUTINGS + " (default dirichlet: "
-                    "the draw every grouped matmul bench shares)")
+                    help="grouped_matmul group sizes: " + gmm_routing.ROUTINGS +
+                    " (default dirichlet: the draw every grouped matmul bench shares)")
     ap.add_argument("--variant", default=os.environ.get("FUSEDOPS_BENCH_VARIANT"),
                     help="time this variant as ours (tile_softmax_variant, "
                     "tile_add_norm_variant, tile_flash_attention_variant or "
@@ -1750,7 +1749,7 @@ def main():
         try:
             for g, m, _, _ in (parse_gmm_shapes(args.gmm_shapes) if args.gmm_shapes
                                else GROUPED_MATMUL_SHAPES):
-                group_ends(args.gmm_routing, g, m)
+                gmm_routing.group_ends(args.gmm_routing, g, m)
         except ValueError as e:
             ap.error(str(e))
         if args.dtypes and not any(d in GMM_TOL for d in dtypes):
@@ -1893,10 +1892,8 @@ def main():
             "fastest SDPA backend's ms / ours ms; vs flash = SDPA FLASH_ATTENTION's ms / ours ms\n")
         log(attention_table(attn))
     if gmm:
-        how = (f"from a Dirichlet({GMM_ALPHA:g}) draw (seed {GMM_SEED})"
-               if args.gmm_routing == "dirichlet" else f"routed by {args.gmm_routing!r}")
-        log(f"\ngrouped_matmul: TFLOP/s = 2*total_m*N*K / time, group sizes {how} shared by "
-            "every provider; vs best = "
+        log("\ngrouped_matmul: TFLOP/s = 2*total_m*N*K / time, group sizes "
+            f"{gmm_routing.describe(args.gmm_routing)} shared by every provider; vs best = "
             "the faster of torch._grouped_mm and the torch.mm loop, its ms / ours ms; vs dense = "
             "one [total_m, K] x [K, N] torch.mm's ms / ours ms\n")
         log(gmm_table(gmm))

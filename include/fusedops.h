@@ -358,8 +358,9 @@ TILE_API tile_status tile_flash_attention_init(tile_flash_attention_args *args,
  * extents that overflow int64, causal not 0 or 1, a scale that is not finite or of a
  * magnitude above FLT_MAX / log2(e), head_dim < 1; UNSUPPORTED_DTYPE for fp32;
  * NOT_SUPPORTED for a head_dim that is not a multiple of 8 or above 256, a sequence length
- * or total above 2^31 - 256, or more than 2^30 query blocks of 64 rows; MISALIGNED unless every pointer is 16-byte aligned and every stride a multiple of
- * 8 elements (16 bytes) (the message names the least aligned argument), or a pointer is not
+ * or total above 2^31 - 256, or more than 2^30 query blocks of 64 rows; MISALIGNED unless
+ * every pointer is 16-byte aligned and every stride a multiple of 8 elements (16 bytes) (the
+ * message names the least aligned argument), or a pointer is not
  * aligned to its element (lse, cu_seqlens: 4 bytes), or workspace not 8-byte aligned;
  * INVALID_ARGUMENT for a workspace_bytes without a workspace or under
  * TILE_FLASH_ATTENTION_WORKSPACE_BYTES; otherwise as tile_softmax.

@@ -474,7 +474,8 @@ static int32_t twin_with(const tile_variant *v, const tile_problem *p, const cha
     for (int32_t i = 0; i < tile_registry_count; i++) {
         const tile_variant *t = &tile_registry[i];
         if (t->dtype == v->dtype && !strcmp(t->op, v->op) && tile_variant_param(t, key) == value &&
-            t->params && same_params_but(t->params, v->params, prefix, free_key ? free_prefix : NULL) &&
+            t->params &&
+            same_params_but(t->params, v->params, prefix, free_key ? free_prefix : NULL) &&
             tile_variant_eligible(t, p, NULL))
             return i;
     }
@@ -498,8 +499,8 @@ static void take_long_key_tile(const tile_problem *p, tile_decision *decision) {
         const int32_t twin = twin_with(v, p, "BLOCK_N", 160, "QREG");
         if (twin < 0) return;
         decision->variant = twin;
-        tile_decision_append(decision, "; its twin of 160-key tiles (full, %d to %d keys)", WIDE_KEYS,
-                             LONG_KEYS - 1);
+        tile_decision_append(decision, "; its twin of 160-key tiles (full, %d to %d keys)",
+                             WIDE_KEYS, LONG_KEYS - 1);
     }
 }
 

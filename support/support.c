@@ -164,7 +164,8 @@ void support_gpu_close(support_gpu *gpu) {
     if (gpu->drv && gpu->context) {
         const CUresult r = gpu->drv->cuDevicePrimaryCtxRelease(gpu->device);
         if (r != CUDA_SUCCESS)
-            fprintf(stderr, "cuDevicePrimaryCtxRelease failed with %s\n", tile_driver_error_name(r));
+            fprintf(stderr, "cuDevicePrimaryCtxRelease failed with %s\n",
+                    tile_driver_error_name(r));
     }
     gpu->context = NULL;
 }
