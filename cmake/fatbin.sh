@@ -32,6 +32,18 @@ if [ -n "$reuse" ] && [ -f "$reuse/kernels.fatbin" ] && [ -f "$reuse/kernels.fat
   echo "fatbin.sh: the kernels of $reuse (same inputs)"
 else
   [ -n "$reuse" ] && echo "fatbin.sh: $reuse has no fatbinary of the same inputs: compiling"
-  "$nvcc" "$@" -o "$out"
+  log="$out.log"
+  status=0
+  "$nvcc" "$@" -o "$out" 2>"$log" || status=$?
+  cat "$log" >&2
+  [ "$status" = 0 ] || exit "$status"
+  # ptxas serializes a kernel's wgmma products where it runs short of registers for their
+  # pipeline (info C7511, not an error): a kernel that then runs 10% slower (perf-notes G31)
+  if grep -q 'C7511' "$log"; then
+    echo "fatbin.sh: ptxas serialized the wgmma products of a kernel (C7511 above): fix its" \
+      "registers before shipping it" >&2
+    rm -f "$out"
+    exit 1
+  fi
 fi
 mv "$out.inputs.new" "$out.inputs"

@@ -22,7 +22,7 @@ extern "C" {
 
 #define TILE_VERSION_MAJOR 0
 #define TILE_VERSION_MINOR 9
-#define TILE_VERSION_PATCH 11
+#define TILE_VERSION_PATCH 12
 /* MAJOR*10000 + MINOR*100 + PATCH; compare with tile_version() for the library loaded. */
 #define TILE_VERSION (TILE_VERSION_MAJOR * 10000 + TILE_VERSION_MINOR * 100 + TILE_VERSION_PATCH)
 

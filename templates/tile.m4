@@ -525,15 +525,15 @@ m4_define(<|TILE_CONSUMER_REGISTERS|>, <|tile::warpgroup_registers_claim<$1::CON
 # TILE_GEMM_HALF_TILE(L, a, pos): whether the tile is a half tile (64 rows or fewer, on a layout
 # of 256-column consumers, where the host asks for them: a.half_tiles): each consumer then takes
 # the 64 rows by half the columns.
-# TILE_GEMM_CONSUME(pipe, acc, tiles, b_kmajor, half, held): wait for the next stage, start
-# acc += A B from it (half: the tile's 64 rows by the consumer's half of the columns), hand back
-# the stage of the product before (held: the stage in use; -1 at a tile's first k-tile, whose
-# product writes acc instead of adding to it).
-# TILE_GEMM_CONSUME_FINISH(pipe, acc, held): wait for the last product, hand back its stage.
+# TILE_GEMM_CONSUME_K_TILES(pipe, acc, tiles, k_tiles, b_kmajor, half): a tile's k-loop: for
+# each of its k_tiles stages, wait for the copies, start acc += A B from it (the first writes
+# acc; half: the tile's 64 rows by the consumer's half of the columns), hand back the stage of
+# the product before.
+# TILE_GEMM_CONSUME_FINISH(pipe, acc): wait for the last product, hand back its stage.
 m4_define(<|TILE_GEMM_PRODUCE|>, <|TILE_ARGS(<|TILE_GEMM_PRODUCE|>, <|$5|>, 5)tile::gemm::produce_k_tile($1, $2, $3, $4, $5)|>)
 m4_define(<|TILE_GEMM_HALF_TILE|>, <|TILE_ARGS(<|TILE_GEMM_HALF_TILE|>, <|$3|>, 3)tile::gemm::is_half_tile<$1>($2, $3)|>)
-m4_define(<|TILE_GEMM_CONSUME|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME|>, <|$6|>, 6)tile::gemm::consume_k_tile($1, $2, $3, $4, $5, $6)|>)
-m4_define(<|TILE_GEMM_CONSUME_FINISH|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME_FINISH|>, <|$3|>, 3)tile::gemm::consume_finish($1, $2, $3)|>)
+m4_define(<|TILE_GEMM_CONSUME_K_TILES|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME_K_TILES|>, <|$6|>, 6)tile::gemm::consume_k_tiles($1, $2, $3, $4, $5, $6)|>)
+m4_define(<|TILE_GEMM_CONSUME_FINISH|>, <|TILE_ARGS(<|TILE_GEMM_CONSUME_FINISH|>, <|$2|>, 2)tile::gemm::consume_finish($1, $2)|>)
 # Who takes which tile (warp-specialized variants): the producer decides, the consumers follow.
 # TILE_FOR_GEMM_TILES_TAKEN(pos, sched, L, a) ... TILE_END_FOR: the producer warp's tiles: with a
 # caller's workspace (a.tile_counter) each next one from its counter as the program finishes

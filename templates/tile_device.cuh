@@ -493,16 +493,6 @@ template <typename L, typename T> __device__ __forceinline__ uint32_t whole_vect
     return (uint32_t)((left < L::BLOCK_N ? left : L::BLOCK_N) / L::VEC * L::VEC * sizeof(T));
 }
 
-// Moves a slot index `by` slots on (0 <= by <= N) in a ring of N, flipping the phase parity
-// its barrier completes where it wraps.
-template <int N> __device__ __forceinline__ void advance_slot(int &slot, uint32_t &parity, int by) {
-    slot += by;
-    if (slot >= N) {
-        slot -= N;
-        parity ^= 1;
-    }
-}
-
 // One thread: start copying `bytes` (a multiple of 16, from a 16-byte aligned address) into a
 // shared-memory slot; the slot's barrier completes its phase once they land. The barrier's one
 // arrival carries the byte count (zero bytes: the arrival alone completes the phase).

@@ -317,7 +317,7 @@ template <typename L> struct accumulator {
     float d[L::MF][L::NT][4];
 };
 // A tile's accumulator at its start: zero (mma.sync); on wgmma nothing, as a tile's first
-// product writes it (scale-d 0, consume_k_tile), which saves a tile 64 zeroing instructions.
+// product writes it (scale-d 0, consume_k_tiles), which saves a tile 64 zeroing instructions.
 // (That product's asm still names the registers as read-write; the hardware ignores their
 // values, so what they held, a program's first tile included, never reaches C.)
 template <typename L> __device__ __forceinline__ void accumulator_zero(accumulator<L> &c) {
@@ -487,7 +487,7 @@ __device__ __forceinline__ void produce_end(pipeline<L> &p, const tile_gemm_kern
 template <typename L>
 __device__ __forceinline__ bool scheduler_handed(scheduler &s, const tile_gemm_kernel_args &a,
                                                  const pipeline<L> &p, tile_pos &pos) {
-    mbarrier_wait_at(p.full_of(p.stage), p.phase); // consume_k_tile's wait then returns at once
+    mbarrier_wait_at(p.full_of(p.stage), p.phase); // consume_k_tiles's first wait then returns at once
     // Lane 0 alone reads the number: its arrival on the stage's empty barrier (a release of its
     // own accesses only) is what orders the read before the producer's next write there.
     int64_t number = 0;
@@ -500,33 +500,81 @@ __device__ __forceinline__ bool scheduler_handed(scheduler &s, const tile_gemm_k
     return true;
 }
 
-// Consumers: wait for the next stage's copies, issue acc += A B from it (a half tile: the
-// warpgroup's half of the columns), wait for the previous product and hand its stage back
-// (`held` is that stage, -1 for none: the tile's first k-tile, whose product writes acc).
-template <typename L, typename T>
-__device__ __forceinline__ void consume_k_tile(pipeline<L> &p, accumulator<L> &c,
-                                               const smem_tiles<L, T> &t, bool b_kmajor, bool half,
-                                               int &held) {
-    mbarrier_wait_at(p.full_of(p.stage), p.phase);
-    const int accumulate = held >= 0;
-    if (half) {
-        if (b_kmajor) wg_k_tile<L, T, true, true>(c, t, p.stage, accumulate);
-        else wg_k_tile<L, T, false, true>(c, t, p.stage, accumulate);
-    } else {
-        if (b_kmajor) wg_k_tile<L, T, true, false>(c, t, p.stage, accumulate);
-        else wg_k_tile<L, T, false, false>(c, t, p.stage, accumulate);
-    }
+// Consumers: one k-tile after a tile's first: wait for its stage, issue acc += A B from it,
+// wait for the product before and hand that one's stage back (the one before in ring order).
+template <typename L, typename T, bool B_KMAJOR, bool HALF>
+__device__ __forceinline__ void consume_k_step(const pipeline<L> &p, accumulator<L> &c,
+                                               const smem_tiles<L, T> &t, int stage,
+                                               uint32_t phase, bool leader) {
+    mbarrier_wait_at(p.full_of(stage), phase);
+    // the stages' address made anew a k-tile: else the compiler holds every stage's
+    // descriptors across the loop, and short of registers ptxas serializes the products
+    smem_tiles<L, T> tk = t;
+    asm volatile("mov.u32 %0, %0;" : "+r"(tk.shared));
+    wg_k_tile<L, T, B_KMAJOR, HALF>(c, tk, stage, 1);
     wg_wait_groups<1>();
-    if (held >= 0 && lane_id() == 0) mbarrier_arrive_at(p.empty_of(held));
-    held = p.stage;
-    p.advance();
+    if (leader) mbarrier_arrive_at(p.empty_before(stage));
 }
-// Consumers, after a tile's last k-tile: the accumulator is final; its stage goes back.
+// Consumers: a tile's whole k-loop (k_tiles >= 1), compiled for one B layout and tile kind,
+// the first k-tile peeled (its product writes acc). A full tile's k-tiles from stage 0 on go a
+// ring at a time, each stage a constant, so a k-tile is its wait, four products and the
+// hand-back with no stage arithmetic between (34 instructions a warp, 69 as one loop over
+// runtime choices; perf-notes G31). Half tiles keep one loop: unrolled they lost 1-2% on
+// (128, 32768, 7168, 2048), where one loop gained 0.6%.
+template <typename L, typename T, bool B_KMAJOR, bool HALF>
+__device__ __forceinline__ void consume_k_tiles_of(pipeline<L> &p, accumulator<L> &c,
+                                                   const smem_tiles<L, T> &t, int32_t k_tiles) {
+    const bool leader = lane_id() == 0;
+    // broadcast from lane 0, so the compiler knows them warp-uniform (uniform registers)
+    int stage = __shfl_sync(0xffffffffu, p.stage, 0);
+    uint32_t phase = __shfl_sync(0xffffffffu, p.phase, 0);
+    mbarrier_wait_at(p.full_of(stage), phase);
+    wg_k_tile<L, T, B_KMAJOR, HALF>(c, t, stage, 0); // writes acc
+    if constexpr (HALF) {
+        for (int32_t kt = 1; kt < k_tiles; kt++) {
+            advance_slot<L::STAGES>(stage, phase, 1);
+            consume_k_step<L, T, B_KMAJOR, HALF>(p, c, t, stage, phase, leader);
+        }
+        advance_slot<L::STAGES>(stage, phase, 1);
+    } else {
+        int32_t kt = 1;
+        for (;;) { // to stage 0, or the end
+            advance_slot<L::STAGES>(stage, phase, 1);
+            if (kt == k_tiles || stage == 0) break;
+            consume_k_step<L, T, B_KMAJOR, HALF>(p, c, t, stage, phase, leader);
+            kt++;
+        }
+        for (; kt + L::STAGES <= k_tiles; kt += L::STAGES) {
+#pragma unroll
+            for (int s = 0; s < L::STAGES; s++) consume_k_step<L, T, B_KMAJOR, HALF>(p, c, t, s, phase, leader);
+            phase ^= 1;
+        }
+        for (; kt < k_tiles; kt++) { // stage 0 on
+            consume_k_step<L, T, B_KMAJOR, HALF>(p, c, t, stage, phase, leader);
+            advance_slot<L::STAGES>(stage, phase, 1);
+        }
+    }
+    p.stage = stage;
+    p.phase = phase;
+}
+template <typename L, typename T>
+__device__ __forceinline__ void consume_k_tiles(pipeline<L> &p, accumulator<L> &c,
+                                                const smem_tiles<L, T> &t, int32_t k_tiles,
+                                                bool b_kmajor, bool half) {
+    if (half) {
+        if (b_kmajor) consume_k_tiles_of<L, T, true, true>(p, c, t, k_tiles);
+        else consume_k_tiles_of<L, T, false, true>(p, c, t, k_tiles);
+    } else {
+        if (b_kmajor) consume_k_tiles_of<L, T, true, false>(p, c, t, k_tiles);
+        else consume_k_tiles_of<L, T, false, false>(p, c, t, k_tiles);
+    }
+}
+// Consumers, after a tile's k-loop: the accumulator is final; the last k-tile's stage (the
+// one before the ring's next) goes back.
 template <typename L>
-__device__ __forceinline__ void consume_finish(pipeline<L> &p, accumulator<L> &c, int &held) {
+__device__ __forceinline__ void consume_finish(const pipeline<L> &p, accumulator<L> &c) {
     products_finish<L>(c);
-    if (held >= 0 && lane_id() == 0) mbarrier_arrive_at(p.empty_of(held));
-    held = -1;
+    if (lane_id() == 0) mbarrier_arrive_at(p.empty_before(p.stage));
 }
 
 // C[pos] = acc (+ bias of the group), rounded to T, straight from the fragments: two columns

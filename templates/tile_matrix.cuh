@@ -336,6 +336,16 @@ __device__ __forceinline__ void stmatrix_x4(void *row, const uint32_t (&r)[4]) {
 #endif
 }
 
+// Moves a slot index `by` slots on (0 <= by <= N) in a ring of N, flipping the phase parity
+// its barrier completes where it wraps.
+template <int N> __device__ __forceinline__ void advance_slot(int &slot, uint32_t &parity, int by) {
+    slot += by;
+    if (slot >= N) {
+        slot -= N;
+        parity ^= 1;
+    }
+}
+
 // A ring of STAGES shared-memory buffers between one producer thread (tensor-memory-accelerator
 // copies) and consumer warps: full[s] completes when stage s's copies landed (the producer's
 // one arrival with the byte count), empty[s] when every consumer warp is done reading it. A
@@ -352,6 +362,10 @@ template <int STAGES> struct stage_ring {
     uint32_t full_at;
     __device__ uint32_t full_of(int s) const { return full_at + s * 8; }
     __device__ uint32_t empty_of(int s) const { return full_at + (STAGES + s) * 8; }
+    // the empty barrier of the stage before s in ring order
+    __device__ uint32_t empty_before(int s) const { return empty_of(s == 0 ? STAGES - 1 : s - 1); }
+    // advance_slot by one, written for one: in that general form ptxas ran short of registers
+    // on the head-64 `ws` attention kernels and serialized their products (perf-notes G31)
     __device__ void advance() {
         if (++stage == STAGES) {
             stage = 0;
