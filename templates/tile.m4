@@ -495,7 +495,7 @@ m4_define(<|TILE_GEMM_AHEAD|>, <|$1::AHEAD|>)
 m4_define(<|TILE_GEMM_COPY|>, <|TILE_ARGS(<|TILE_GEMM_COPY|>, <|$5|>, 5)tile::gemm::copy_k_tile<$2, T>($1, $3, $4, $5)|>)
 m4_define(<|TILE_GEMM_COPY_WAIT|>, <|tile::gemm::copy_wait<$1>()|>)
 # TILE_GEMM_ACCUMULATOR(acc, L): acc = a [BLOCK_M, BLOCK_N] fp32 accumulator, zero (mma.sync;
-# on wgmma a tile's first TILE_GEMM_CONSUME writes it).
+# on wgmma TILE_GEMM_CONSUME_K_TILES's first product writes it).
 m4_define(<|TILE_GEMM_ACCUMULATOR|>, <|tile::gemm::accumulator<$2> $1; tile::gemm::accumulator_zero<$2>($1)|>)
 # TILE_GEMM_PRODUCT(acc, L, tiles, kt, b_kmajor): acc += A_kt B_kt from stage kt % STAGES
 # (B K-major or N-major; mma.sync variants).
