@@ -18,6 +18,7 @@ board W, and its ratio to the first library's; exits 1 if any library gave wrong
 """
 import argparse
 import os
+import shutil
 import sys
 
 import torch
@@ -41,7 +42,7 @@ def parse_libraries(items):
         if any(os.path.realpath(p) == real for p in libs.values()):
             raise SystemExit(f"{path}: given twice (for an A/A run, copy the file: the loader "
                              "maps one path once)")
-        libs[name] = path
+        libs[name] = os.path.abspath(path)  # a path, not a name for the loader's search
     if len(libs) < 2:
         raise SystemExit("give at least two libraries (NAME=PATH NAME=PATH ...)")
     return libs
@@ -66,11 +67,22 @@ def main():
     for lib in libs.values():
         vs_torch.make_context_current(lib)
     timer = vs_torch.Timer(5)
-    timer.sampler = vs_torch.ClockSampler(torch.cuda.current_device())
-    props = torch.cuda.get_device_properties(0)
+    if shutil.which("nvidia-smi"):  # else no clocks, as vs_torch.py --clocks
+        timer.sampler = vs_torch.ClockSampler(torch.cuda.current_device())
+    try:
+        return compare(args, layouts, libs, timer)
+    finally:
+        if timer.sampler is not None:
+            timer.sampler.close()
+
+
+def compare(args, layouts, libs, timer):
+    """Times every shape and layout; returns the exit status (1: a library was wrong)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
     l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
     print(f"{props.name}; {args.dtype}; routing {gmm_routing.describe(args.routing)}; "
-          f"{args.rounds} rounds; first library: {next(iter(libs))}", flush=True)
+          f"{args.rounds} rounds; ratios to the first library given: {next(iter(libs))}",
+          flush=True)
     wrong = 0
     for shape in vs_torch.parse_gmm_shapes(args.shapes):
         for layout in layouts:
@@ -95,17 +107,17 @@ def main():
                                           **extra}
             vs_torch.record_in_rounds(res, record, timer, launches, {n: {} for n in launches},
                                       copies, batch, rounds=args.rounds)
-            first = None
+            first = res["providers"][next(iter(libs))].get("tflops")
             parts = []
             for name in libs:
                 p = res["providers"][name]
                 if p.get("ms") is None:
                     parts.append(f"{name} failed ({p.get('error')})")
                     continue
-                first = first or p["tflops"]
                 rounds = " ".join(f"{case.flops / (t * 1e-3) / 1e12:.1f}" for t in p["rounds_ms"])
+                ratio = f" {p['tflops'] / first:.3f}x" if first else ""
                 parts.append(f"{name} {p['tflops']:.1f} ({rounds}) {p.get('sm_mhz', 0):.0f} MHz "
-                             f"{p.get('board_w', 0):.0f} W {p['tflops'] / first:.3f}x")
+                             f"{p.get('board_w', 0):.0f} W{ratio}")
             names = sorted(set(variants.values()))
             print(f"{case.name()} {layout} | " + " | ".join(parts) + " | " + ", ".join(names),
                   flush=True)

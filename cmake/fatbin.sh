@@ -8,7 +8,9 @@
 #   fatbin.sh OUT GEN_DIR TEMPLATES_DIR REUSE -- NVCC ARG...     (REUSE: a build dir, or -)
 #
 # Beside OUT it writes OUT.inputs: what it was compiled from (the nvcc command without the
-# paths that differ between build directories, and digests of the sources it reads).
+# paths that differ between build directories, and digests of the sources it reads). Where it
+# compiles, nvcc's messages also go to OUT.log, and a kernel whose wgmma products ptxas
+# serialized (C7511) fails the step (docs/reliability.md).
 set -euo pipefail
 out=$1 gen=$2 templates=$3 reuse=$4
 [ "$reuse" = - ] && reuse=""
@@ -34,8 +36,8 @@ else
   [ -n "$reuse" ] && echo "fatbin.sh: $reuse has no fatbinary of the same inputs: compiling"
   log="$out.log"
   status=0
-  "$nvcc" "$@" -o "$out" 2>"$log" || status=$?
-  cat "$log" >&2
+  # (under pipefail the pipeline's status is nvcc's where nvcc fails)
+  "$nvcc" "$@" -o "$out" 2>&1 | tee "$log" >&2 || status=$?
   [ "$status" = 0 ] || exit "$status"
   # ptxas serializes a kernel's wgmma products where it runs short of registers for their
   # pipeline (info C7511, not an error): a kernel that then runs 10% slower (perf-notes G31)

@@ -526,7 +526,7 @@ m4_define(<|TILE_CONSUMER_REGISTERS|>, <|tile::warpgroup_registers_claim<$1::CON
 # of 256-column consumers, where the host asks for them: a.half_tiles): each consumer then takes
 # the 64 rows by half the columns.
 # TILE_GEMM_CONSUME_K_TILES(pipe, acc, tiles, k_tiles, b_kmajor, half): a tile's k-loop: for
-# each of its k_tiles stages, wait for the copies, start acc += A B from it (the first writes
+# each of its k_tiles k-tiles, wait for the copies, start acc += A B from it (the first writes
 # acc; half: the tile's 64 rows by the consumer's half of the columns), hand back the stage of
 # the product before.
 # TILE_GEMM_CONSUME_FINISH(pipe, acc): wait for the last product, hand back its stage.

@@ -518,9 +518,9 @@ __device__ __forceinline__ void consume_k_step(const pipeline<L> &p, accumulator
 // Consumers: a tile's whole k-loop (k_tiles >= 1), compiled for one B layout and tile kind,
 // the first k-tile peeled (its product writes acc). A full tile's k-tiles from stage 0 on go a
 // ring at a time, each stage a constant, so a k-tile is its wait, four products and the
-// hand-back with no stage arithmetic between (34 instructions a warp, 69 as one loop over
-// runtime choices; perf-notes G31). Half tiles keep one loop: unrolled they lost 1-2% on
-// (128, 32768, 7168, 2048), where one loop gained 0.6%.
+// hand-back with no stage arithmetic between (34 instructions a warp a k-tile, 69 as one loop
+// over runtime choices; perf-notes G31). Half tiles keep one loop: unrolled they lost 0.7-1.8%
+// on (128, 32768, 7168, 2048), where one loop gained 0.6%.
 template <typename L, typename T, bool B_KMAJOR, bool HALF>
 __device__ __forceinline__ void consume_k_tiles_of(pipeline<L> &p, accumulator<L> &c,
                                                    const smem_tiles<L, T> &t, int32_t k_tiles) {

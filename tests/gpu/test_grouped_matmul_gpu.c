@@ -6,7 +6,9 @@
  * end is below total_m; total_m = 0; strided (padded) rows; groups averaging under 128 rows,
  * whose last tiles of 64 rows or fewer the 256-column Hopper variants split by columns (half
  * tiles, some of exactly 64 rows); longer groups with short last tiles in two bands of row
- * tiles; one row whose A and C rows lie an odd count of elements apart; and a larger case (8 groups, 4096 x 1024 x 2048) checked on sampled rows. The dispatcher also gets offsets that are not
+ * tiles; one row whose A and C rows lie an odd count of elements apart; k of 3 and of 5 k-tiles
+ * of 64; and a larger case (8 groups, 4096 x 1088 x 2048) checked on sampled rows. The
+ * dispatcher also gets offsets that are not
  * nondecreasing or pass total_m (the kernels clamp them), and one call captured in a CUDA
  * graph and replayed.
  *
@@ -82,8 +84,15 @@ static const shape shapes[] = {
      * which the tensor maps replace with one just past the row (0.9.3; the driver refused the
      * given one and the call ran an mma.sync variant) */
     {"one row, odd row strides", 1, 1, 200, 136, one_row, 0, 0, 0, 1},
+    /* 3 and 5 k-tiles: the Hopper consumers' k-loop takes a full tile's k-tiles a ring of
+     * stages at a time from stage 0 on, and the rest one at a time before and after (3, 4 or
+     * 5 stages: every part of it) */
+    {"k of 3 k-tiles", 8, 600, 192, 264, NULL, 0, 1.0, 0, 0},
+    {"k of 5 k-tiles", 8, 600, 320, 264, NULL, 0, 1.0, 0, 0},
 };
-static const shape large = {"large, sampled rows", 8, 4096, 1024, 2048, NULL, 0, 1.0, 0, 0};
+/* 17 k-tiles: over two tiles a program, a program's second tile starts on a stage other than
+ * 0 for 3, 4 and 5 stages alike */
+static const shape large = {"large, sampled rows", 8, 4096, 1088, 2048, NULL, 0, 1.0, 0, 0};
 static const shape clamped = {"offsets clamped", 5, 120, 64, 72, unclamped, 0, 0, 0, 0};
 
 static void run_case(const char *label, const support_grouped_matmul_case *c, const char *what) {
