@@ -102,9 +102,11 @@ def compare(args, layouts, libs, timer):
                           f"{err:.3g} against float64)", flush=True)
             res = {"providers": {}}
 
+            def tflops(ms):
+                return case.flops / (ms * 1e-3) / 1e12
+
             def record(name, ms, **extra):
-                res["providers"][name] = {"ms": ms, "tflops": case.flops / (ms * 1e-3) / 1e12,
-                                          **extra}
+                res["providers"][name] = {"ms": ms, "tflops": tflops(ms), **extra}
             vs_torch.record_in_rounds(res, record, timer, launches, {n: {} for n in launches},
                                       copies, batch, rounds=args.rounds)
             first = res["providers"][next(iter(libs))].get("tflops")
@@ -114,7 +116,7 @@ def compare(args, layouts, libs, timer):
                 if p.get("ms") is None:
                     parts.append(f"{name} failed ({p.get('error')})")
                     continue
-                rounds = " ".join(f"{case.flops / (t * 1e-3) / 1e12:.1f}" for t in p["rounds_ms"])
+                rounds = " ".join(f"{tflops(t):.1f}" for t in p["rounds_ms"])
                 ratio = f" {p['tflops'] / first:.3f}x" if first else ""
                 parts.append(f"{name} {p['tflops']:.1f} ({rounds}) {p.get('sm_mhz', 0):.0f} MHz "
                              f"{p.get('board_w', 0):.0f} W{ratio}")
